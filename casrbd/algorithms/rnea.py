@@ -1,0 +1,77 @@
+"""Inverse dynamics by the recursive Newton-Euler algorithm.
+
+Seed 003, Algorithm 1 (Featherstone, RBDA p. 96), in joint-local frames as
+Pinocchio's ``rnea``. Glossary (code -> paper, frame):
+  liMi[i]  ^{lambda(i)}X_i, placement of joint i in its parent  (parent)
+  vJ       v_J = S_i qd_i                                        (local i)
+  v[i]     v_i, a[i] a_i (gravity included), f[i] f_i            (local i)
+  a0       a_0 = -a_g: gravity enters as a fictitious base acceleration
+  f_ext[i] f_i^ext, [force; torque] in joint i's frame (Pinocchio's convention)
+"""
+from typing import NamedTuple
+
+import casadi as ca
+import numpy as np
+
+from ..spatial import force_cross, motion_cross
+from .kinematics import joint_placements
+
+
+class ForwardPass(NamedTuple):
+    liMi: list
+    oMi: list
+    vJ: list
+    v: list
+    a: list
+    f: list
+
+
+def base_acceleration(model):
+    """a_0 = -a_g as a spatial motion."""
+    return np.concatenate([-model.gravity, np.zeros(3)]).reshape(6, 1)
+
+
+def forward_pass(model, q, v, a, f_ext=None):
+    """Lines 1-12 of Algorithm 1: body velocities, accelerations and forces."""
+    liMi, oMi = joint_placements(model, q)
+    a0 = base_acceleration(model)
+    vJs, vs, as_, fs = [], [], [], []
+    for i, joint in enumerate(model.joints):
+        p, X, S, I = joint.parent, liMi[i], joint.S, joint.inertia
+        vJ = ca.mtimes(S, v[model.v_slice(i)])
+        vi = vJ if p < 0 else X.inv_act_motion(vs[p]) + vJ
+        ai = X.inv_act_motion(a0 if p < 0 else as_[p]) + ca.mtimes(S, a[model.v_slice(i)]) \
+            + motion_cross(vi, vJ)
+        fi = I.act(ai) + force_cross(vi, I.act(vi))
+        if f_ext is not None:
+            fi = fi - f_ext[i]
+        vJs.append(vJ)
+        vs.append(vi)
+        as_.append(ai)
+        fs.append(fi)
+    return ForwardPass(liMi, oMi, vJs, vs, as_, fs)
+
+
+def rnea(model, q, v, a, f_ext=None):
+    """Joint torques tau = M(q) a + C(q, v) v + g(q) - sum J_i^T f_ext_i."""
+    fp = forward_pass(model, q, v, a, f_ext)
+    f = list(fp.f)
+    tau = [None] * model.njoints
+    # backward pass: tau_i = S_i^T f_i, f_lambda(i) += lambda(i)X_i^* f_i
+    for i in reversed(range(model.njoints)):
+        joint = model.joints[i]
+        tau[i] = ca.mtimes(joint.S.T, f[i])
+        if joint.parent >= 0:
+            f[joint.parent] = f[joint.parent] + fp.liMi[i].act_force(f[i])
+    return ca.vertcat(*tau)
+
+
+def nonlinear_effects(model, q, v):
+    """C(q, v) v + g(q) = rnea(q, v, 0)."""
+    return rnea(model, q, v, ca.DM.zeros(model.nv))
+
+
+def generalized_gravity(model, q):
+    """g(q) = rnea(q, 0, 0)."""
+    zero = ca.DM.zeros(model.nv)
+    return rnea(model, q, zero, zero)

@@ -1,0 +1,132 @@
+"""Models by name and synthetic models for tests and scaling benchmarks.
+
+``load_robot`` resolves a URDF path, a model shipped with the package
+(``arm7``, the default) or an example-robot-data robot (found through the
+installed distribution's files; it is a test extra, never downloaded).
+``random_tree`` builds kinematic trees of any size, branching and joint mix
+with random placements and physically valid random inertias (after
+spatial_v2's autoTree).
+"""
+import os
+from importlib import metadata, resources
+
+import numpy as np
+
+from .joints import JOINT_TYPES
+from .model import Frame, Model
+from .spatial import SE3, Inertia
+from .urdf import load_urdf
+
+SHIPPED = ("arm7",)
+DEFAULT_ROBOT = "arm7"
+
+# name -> (path under example-robot-data's robots/, free-flyer root)
+EXAMPLE_ROBOTS = {
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+    "panda": ("panda_description/urdf/panda.urdf", False),
+    "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
+    "double_pendulum_continuous": ("double_pendulum_description/urdf/double_pendulum_continuous.urdf", False),
+    "solo12": ("solo_description/robots/solo12.urdf", True),
+    "hyq": ("hyq_description/robots/hyq_no_sensors.urdf", True),
+    "talos_reduced": ("talos_data/robots/talos_reduced.urdf", True),
+    "talos_full_v2": ("talos_data/robots/talos_full_v2.urdf", True),
+}
+
+ALL_JOINT_TYPES = ("revolute", "continuous", "prismatic", "spherical", "planar", "floating")
+
+
+def example_robot_data_dir():
+    """The ``robots/`` folder of the installed example-robot-data, or None."""
+    try:
+        files = metadata.distribution("example-robot-data").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if "robots" in f.parts and f.suffix == ".urdf":
+            path = f.locate()
+            while path.name != "robots":
+                path = path.parent
+            return str(path)
+    return None
+
+
+def robot_path(name):
+    """(URDF path, free-flyer root) of a robot name or URDF path."""
+    if os.path.isfile(name):
+        return name, False
+    if name in SHIPPED:
+        return str(resources.files("casrbd") / "data" / f"{name}.urdf"), False
+    if name in EXAMPLE_ROBOTS:
+        base = example_robot_data_dir()
+        if base is None:
+            raise LookupError(f"robot {name!r} comes from example-robot-data, which is not installed "
+                              f"(pip install example-robot-data, or the test extras)")
+        rel, floating = EXAMPLE_ROBOTS[name]
+        return os.path.join(base, rel), floating
+    raise LookupError(f"unknown robot {name!r}: not a file, nor one of {list(SHIPPED) + list(EXAMPLE_ROBOTS)}")
+
+
+def load_robot(name=DEFAULT_ROBOT, floating_base=None):
+    """Model of a robot name (see ``robot_path``) or URDF path; legged robots get a free-flyer root."""
+    path, floating = robot_path(name)
+    return load_urdf(path, floating if floating_base is None else floating_base)
+
+
+def random_inertia(rng):
+    """Mass in [0.5, 2] kg, com within 0.2 m, and a rotational inertia that is a
+    rigid body's (principal moments obey the triangle inequality)."""
+    mass = rng.uniform(0.5, 2.0)
+    second_moments = rng.uniform(0.005, 0.05, 3)
+    R = _random_rotation(rng)
+    I_com = R @ (np.eye(3) * second_moments.sum() - np.diag(second_moments)) @ R.T
+    return Inertia.from_com(mass, rng.uniform(-0.2, 0.2, 3), I_com)
+
+
+def _random_rotation(rng):
+    x, y, z, w = rng.normal(size=4) / 1.0
+    n = np.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / n, y / n, z / n, w / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def random_tree(n_bodies, joint_types=ALL_JOINT_TYPES, branching=1, seed=0, name=None):
+    """A tree of ``n_bodies`` bodies.
+
+    ``branching``: 1 for a serial chain, b > 1 for a complete b-ary tree
+    (parent of body i is (i - 1) // b), ``None`` for random parents.
+    ``joint_types`` cycle over the bodies in order; revolute, continuous and
+    prismatic axes are random unit vectors, placements random.
+    """
+    unknown = set(joint_types) - set(JOINT_TYPES)
+    if unknown:
+        raise ValueError(f"unknown joint types {sorted(unknown)}; valid: {sorted(JOINT_TYPES)}")
+    if n_bodies < 1:
+        raise ValueError(f"random_tree needs at least one body, got n_bodies={n_bodies}")
+    rng = np.random.default_rng(seed)
+    joints, frames = [], []
+    for i in range(n_bodies):
+        if i == 0:
+            parent = -1
+        elif branching is None:
+            parent = int(rng.integers(0, i))
+        else:
+            parent = (i - 1) // branching
+        jtype = joint_types[i % len(joint_types)]
+        placement = SE3(_random_rotation(rng), rng.uniform(-0.5, 0.5, 3)) if i else SE3.identity()
+        kwargs = {"inertia": random_inertia(rng)}
+        if jtype in ("revolute", "continuous", "prismatic"):
+            axis = rng.normal(size=3)
+            kwargs["axis"] = axis / np.linalg.norm(axis)
+        if jtype in ("revolute", "prismatic"):
+            kwargs.update(lower=[-2.0], upper=[2.0])
+        joints.append(JOINT_TYPES[jtype](f"j{i}_{jtype}", parent, placement, **kwargs))
+        frames.append(Frame(f"body{i}", i, SE3.identity()))
+        frames.append(Frame(f"tip{i}", i, SE3(_random_rotation(rng), rng.uniform(-0.3, 0.3, 3))))
+    branch = "random" if branching is None else branching
+    return Model(name or f"tree{n_bodies}_b{branch}_s{seed}", joints, frames)
+
+
+def serial_chain(n_bodies, joint_type="revolute", seed=0):
+    return random_tree(n_bodies, (joint_type,), branching=1, seed=seed, name=f"chain{n_bodies}_{joint_type}")
