@@ -1,11 +1,97 @@
-"""Command line: ``casrbd info [ROBOT]``."""
+"""Command line.
+
+``casrbd compare [ROBOT]``: the model, the size of every Function, and for
+every derivative method its error against casadi's AD and central finite
+differences and its evaluation time in casadi's virtual machine.
+``casrbd info [ROBOT]``: the model and the size of the core Functions.
+ROBOT is a URDF path, a model shipped with the package (default ``arm7``)
+or an example-robot-data robot name.
+"""
 import argparse
 import sys
+import timeit
 
-from .api import function
+import numpy as np
+
+from .api import difference, function, integrate, random_configuration
 from .models import DEFAULT_ROBOT, load_robot
 
 CORE_FUNCTIONS = ("rnea", "nonlinear_effects", "generalized_gravity", "crba", "aba", "minverse")
+ID_METHODS = (("chain_rule", {}), ("idsva", {}), ("ad", {}))
+FD_METHODS = (("chain_rule", {"minv_product": "dmm"}), ("chain_rule", {"minv_product": "aza"}),
+              ("idsva", {"minv_product": "dmm"}), ("idsva", {"minv_product": "aza"}), ("ad", {}))
+
+
+def vm_time(fun, args, repeat=5):
+    """Seconds per call of a Function in casadi's VM (min over batches, Python call included)."""
+    timer = timeit.Timer(lambda: fun(*args))
+    number, _ = timer.autorange()
+    return min(timer.repeat(repeat, number)) / number
+
+
+def central_differences(model, fun, q, v, x, f_ext, h=1e-6):
+    """(d/dq on the manifold, d/dv, d/dx) of fun(q, v, x, f_ext) by central differences."""
+    def tangent(k):
+        e = np.zeros(model.nv)
+        e[k] = h
+        return (fun(integrate(model, q, e), v, x, f_ext) - fun(integrate(model, q, -e), v, x, f_ext)) / (2 * h)
+
+    def plain(k, which):
+        e = np.zeros(model.nv)
+        e[k] = h
+        args = [q, v, x]
+        lo, hi = list(args), list(args)
+        lo[which], hi[which] = args[which] - e, args[which] + e
+        return (fun(*hi, f_ext) - fun(*lo, f_ext)) / (2 * h)
+
+    cols = range(model.nv)
+    return (np.column_stack([tangent(k) for k in cols]), np.column_stack([plain(k, 1) for k in cols]),
+            np.column_stack([plain(k, 2) for k in cols]))
+
+
+def rel_err(x, ref):
+    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
+
+
+def _numeric(fun, *args):
+    out = fun(*args)
+    return [np.array(o) for o in out] if isinstance(out, tuple) else np.array(out)
+
+
+def compare(args):
+    model = load_robot(args.robot, args.floating_base)
+    print(model.summary())
+    rng = np.random.default_rng(args.seed)
+    q = random_configuration(model, rng)
+    v, x = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    F = rng.normal(size=(6, model.njoints))
+    print(f"\nat a random state (seed {args.seed}) with random external forces; errors are relative "
+          f"(max |x - ref| / max(1, max |ref|)); VM time per call includes Python's call overhead\n")
+    print(f"{'Function':<34s} {'n_instructions':>14s} {'VM time':>10s}")
+    for name in CORE_FUNCTIONS:
+        fun = function(model, name)
+        ins = [q, v, x][:fun.n_in()]
+        print(f"{name:<34s} {fun.n_instructions():14d} {vm_time(fun, ins) * 1e6:8.1f} us")
+    for kind, methods, plain in (("rnea", ID_METHODS, "rnea"), ("aba", FD_METHODS, "aba")):
+        dyn = function(model, plain, f_ext=True)
+        fd = central_differences(model, lambda *a: np.array(dyn(*a)).ravel(), q, v, x, F)
+        ref = None
+        rows = []
+        for method, extra in methods:
+            fun = function(model, f"{kind}_derivatives", f_ext=True, method=method, **extra)
+            out = _numeric(fun, q, v, x, F)
+            if method == "ad":
+                ref = out
+            rows.append((method + "".join(f"/{v}" for v in extra.values()), fun, out))
+        print(f"\n{kind}_derivatives: d/dq, d/dv, d/d{'a' if kind == 'rnea' else 'tau'}")
+        print(f"{'method':<22s} {'n_instructions':>14s} {'VM time':>10s} {'err vs AD':>10s} {'err vs FD':>10s}")
+        for label, fun, out in rows:
+            err_ad = max(rel_err(o, r) for o, r in zip(out, ref))
+            err_fd = max(rel_err(o, r) for o, r in zip(out, fd))
+            print(f"{label:<22s} {fun.n_instructions():14d} {vm_time(fun, [q, v, x, F]) * 1e6:8.1f} us "
+                  f"{err_ad:10.1e} {err_fd:10.1e}")
+    print(f"\nmanifold check: |difference(q, integrate(q, v)) - v| = "
+          f"{np.max(np.abs(difference(model, q, integrate(model, q, 0.1 * v)) - 0.1 * v)):.1e}")
 
 
 def info(args):
@@ -17,13 +103,17 @@ def info(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="casrbd", description=__doc__)
+    parser = argparse.ArgumentParser(prog="casrbd", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("info", help="model summary and Function sizes")
-    p.add_argument("robot", nargs="?", default=DEFAULT_ROBOT,
-                   help="URDF path, shipped model or example-robot-data name (default: %(default)s)")
-    p.add_argument("--floating-base", action="store_true", default=None, help="add a free-flyer root")
-    p.set_defaults(run=info)
+    for name, run, text in (("compare", compare, "derivative methods against AD and finite differences"),
+                            ("info", info, "model summary and Function sizes")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("robot", nargs="?", default=DEFAULT_ROBOT,
+                       help="URDF path, shipped model or example-robot-data name (default: %(default)s)")
+        p.add_argument("--floating-base", action="store_true", default=None, help="add a free-flyer root")
+        p.add_argument("--seed", type=int, default=0, help="random state (default: %(default)s)")
+        p.set_defaults(run=run)
     args = parser.parse_args(argv)
     try:
         args.run(args)

@@ -50,6 +50,11 @@ class Joint:
     def difference(self, q0, q1):
         return q1 - q0
 
+    def tangent_map(self, q):
+        """nv x nq derivative of the tangent coordinates delta (q' = q (+) delta) with
+        respect to the raw configuration at q; it maps norm-changing directions to zero."""
+        return ca.DM.eye(self.nq)
+
     def neutral(self):
         return np.zeros(self.nq)
 
@@ -129,6 +134,9 @@ class Spherical(Joint):
     def difference(self, q0, q1):
         return log3_quaternion(quaternion_product(_conjugate(_unit(q0)), _unit(q1)))
 
+    def tangent_map(self, q):
+        return _quaternion_tangent_map(q)
+
     def neutral(self):
         return np.array([0.0, 0, 0, 1])
 
@@ -138,6 +146,13 @@ class Spherical(Joint):
 
 def _conjugate(quat):
     return ca.vertcat(-quat[:3], quat[3])
+
+
+def _quaternion_tangent_map(quat):
+    """d delta / d quat where R(quat / |quat|) exp(delta) is the perturbed rotation:
+    delta = 2 Im(u* (x) du) with u = quat / |quat|, which is (2 / |quat|^2) [w I - [v]x, -v] dquat."""
+    v, w = quat[:3], quat[3]
+    return 2 / ca.sumsqr(quat) * ca.horzcat(w * ca.DM.eye(3) - skew(v), -v)
 
 
 class FreeFlyer(Joint):
@@ -162,6 +177,10 @@ class FreeFlyer(Joint):
         w = log3_quaternion(quaternion_product(_conjugate(quat0), _unit(q1[3:7])))
         p = ca.mtimes(quaternion_matrix(quat0).T, q1[:3] - q0[:3])
         return ca.vertcat(se3_log_translation(w, p), w)
+
+    def tangent_map(self, q):
+        R = quaternion_matrix(q[3:7])
+        return ca.blockcat([[R.T, ca.DM(3, 4)], [ca.DM(3, 3), _quaternion_tangent_map(q[3:7])]])
 
     def neutral(self):
         return np.array([0.0, 0, 0, 0, 0, 0, 1])
@@ -199,6 +218,11 @@ class Planar(Joint):
         w = ca.vertcat(0, 0, th)
         t = se3_log_translation(w, p)
         return ca.vertcat(t[0], t[1], th)
+
+    def tangent_map(self, q):
+        c, s = _cos_sin(q)
+        r2 = q[2] * q[2] + q[3] * q[3]
+        return ca.vertcat(ca.horzcat(c, s, 0, 0), ca.horzcat(-s, c, 0, 0), ca.horzcat(0, 0, -q[3] / r2, q[2] / r2))
 
     def neutral(self):
         return np.array([0.0, 0, 1, 0])

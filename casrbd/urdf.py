@@ -1,13 +1,31 @@
 """Loading a Model from URDF (the only module that imports urdf_parser_py).
 
-Elements that do not matter for dynamics (visual, collision, material,
-transmission, gazebo, sensors) are stripped before urdf_parser_py reads the
-file, because it rejects some real files over them. Everything that defines
-the kinematic tree and the inertias is checked, and a problem raises
-``URDFError`` naming the link, joint or element at fault.
+Only the part of URDF that defines the dynamics is read: ``_SCHEMA`` lists
+the elements and attributes kept, and everything else (visual, collision,
+material, transmission, gazebo, sensors, vendor attributes) is stripped
+before urdf_parser_py sees the file, because it rejects some real files over
+those and prints a line on stderr for every attribute it does not know.
+
+What is kept is checked, and a problem raises ``URDFError`` naming the link,
+joint or element at fault. The rules, in the order they apply:
+
+- the document: no DOCTYPE/ENTITY, well-formed XML, a ``<robot>`` root;
+- the elements (``_check_elements``): unique names, known joint types,
+  parent and child links, one of each scalar child, ``<mass>`` and
+  ``<inertia>`` in every ``<inertial>``, finite numbers of the right count;
+- the tree (``_tree``): links exist, one parent per link, one root, no cycle;
+- the numbers (``_link_inertia``, ``_make_joint``): mass >= 0, axes with a
+  direction, lower <= upper, planar joints normal to z;
+- the inertias (``_inertia_problem``, ``_check_inertias``): a negative
+  principal moment beyond rounding is refused unless the link is merged into
+  a body that is physical; slightly negative moments and moments violating
+  the triangle inequality only warn (``URDFWarning``), as Pinocchio loads them;
+- the bodies (``_check_masses``): every moving joint moves some mass, or the
+  mass matrix is singular.
 
 Fixed joints are merged: the child link's inertia is added to the body of
-the nearest moving ancestor joint and the link is kept as a frame.
+the nearest moving ancestor joint and the link is kept as a frame. Mimic
+joints are independent joints, as in Pinocchio's default, with a warning.
 """
 import os
 import re
@@ -25,22 +43,52 @@ from .model import Frame, Model
 from .spatial import SE3, Inertia
 
 MAX_BYTES = 20_000_000
-_KEEP = {"robot": {"link", "joint"},
-         "link": {"inertial"},
-         "joint": {"origin", "parent", "child", "axis", "limit", "mimic"}}
+_INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+# tag: ({attribute: how many numbers, 0 for text}, child tags); anything else is stripped
+_SCHEMA = {
+    "robot": ({"name": 0, "version": 0}, {"link", "joint"}),
+    "link": ({"name": 0}, {"inertial"}),
+    "inertial": ({}, {"origin", "mass", "inertia"}),
+    "origin": ({"xyz": 3, "rpy": 3}, set()),
+    "mass": ({"value": 1}, set()),
+    "inertia": (dict.fromkeys(_INERTIA_KEYS, 1), set()),
+    "joint": ({"name": 0, "type": 0}, {"origin", "parent", "child", "axis", "limit", "mimic"}),
+    "parent": ({"link": 0}, set()),
+    "child": ({"link": 0}, set()),
+    "axis": ({"xyz": 3}, set()),
+    "limit": (dict.fromkeys(("lower", "upper", "effort", "velocity"), 1), set()),
+    "mimic": ({"joint": 0, "multiplier": 1, "offset": 1}, set()),
+}
 _URDF_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+# a principal moment may be this far below zero, relative to the largest one, as
+# URDF exporters write five to seven significant digits ...
+ROUNDING = 1e-5
+# ... plus this much in kg m^2, for inertias that are zero up to an exporter's arithmetic
+# (this much below zero passes silently)
+ROUNDING_ABS = 1e-10
 
 
 class URDFError(ValueError):
     """A URDF that casrbd cannot turn into a correct model."""
 
 
+class URDFWarning(UserWarning):
+    """A URDF loaded with a questionable value or an ignored constraint."""
+
+
 def load_urdf(source, floating_base=False):
     """Model from a URDF file path or XML string; ``floating_base`` adds a free-flyer root
-    named ``root_joint`` (as Pinocchio's ``JointModelFreeFlyer`` root)."""
+    named ``root_joint`` (as Pinocchio's ``JointModelFreeFlyer`` root).
+
+    Raises ``URDFError`` for a URDF that does not describe a tree of physical
+    bodies, and warns (``URDFWarning``) for questionable values it accepts."""
     text, where = _read(source)
     robot = _parse(text, where)
-    return _build(robot, where, floating_base)
+    notes = []
+    model = _build(robot, where, floating_base, notes)
+    for note in notes:
+        warnings.warn(f"{where}: {note}", URDFWarning, stacklevel=2)
+    return model
 
 
 def _read(source):
@@ -81,12 +129,15 @@ def _parse(text, where):
 
 
 def _strip(element):
-    keep = _KEEP.get(element.tag)
+    attributes, children = _SCHEMA[element.tag]
+    for key in list(element.attrib):
+        if key not in attributes:
+            del element.attrib[key]
     for child in list(element):
-        if keep is not None and child.tag not in keep:
-            element.remove(child)
-        else:
+        if child.tag in children:
             _strip(child)
+        else:
+            element.remove(child)
 
 
 def _check_elements(root, where):
@@ -99,6 +150,7 @@ def _check_elements(root, where):
             if name in seen:
                 raise URDFError(f"{where}: duplicate {kind} name {name!r}")
             seen.add(name)
+            _check_children(el, f"{kind} {name!r}", where)
     for el in root.findall("joint"):
         name, jtype = el.get("name"), el.get("type")
         if jtype not in _URDF_TYPES:
@@ -108,6 +160,76 @@ def _check_elements(root, where):
             node = el.find(tag)
             if node is None or not node.get("link"):
                 raise URDFError(f"{where}: joint {name!r} has no <{tag} link=...>")
+    for el in root.findall("link"):
+        inertial = el.find("inertial")
+        if inertial is not None and (inertial.find("mass") is None or inertial.find("mass").get("value") is None
+                                     or inertial.find("inertia") is None):
+            raise URDFError(f"{where}: link {el.get('name')!r} has an <inertial> without "
+                            f"<mass value=...> and <inertia .../>")
+
+
+def _check_children(top, owner, where):
+    """One of each child element, and every numeric attribute a finite number of the right count."""
+    for el in top.iter():
+        tags = [child.tag for child in el]
+        for tag in set(tags):
+            if tags.count(tag) > 1:
+                raise URDFError(f"{where}: {owner} has {tags.count(tag)} <{tag}> elements in <{el.tag}>; "
+                                f"one is allowed")
+        for key, count in _SCHEMA[el.tag][0].items():
+            text = el.get(key)
+            if count and text is not None and not _numbers_ok(text, count):
+                raise URDFError(f"{where}: {owner} has <{el.tag} {key}=\"{text}\">; "
+                                f"{count} finite number{'s' if count > 1 else ''} expected")
+
+
+def _numbers_ok(text, count):
+    try:
+        values = [float(x) for x in text.split()]
+    except ValueError:
+        return False
+    return len(values) == count and all(np.isfinite(values))
+
+
+def _tree(robot, where):
+    """(root link, joints in depth-first order): children by joint name, as urdfdom (hence Pinocchio)."""
+    names = [link.name for link in robot.links]
+    child_joint, children = {}, {name: [] for name in names}
+    for joint in robot.joints:
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link not in children:
+                raise URDFError(f"{where}: joint {joint.name!r} names {role} link {link!r}, which does not exist")
+        if joint.child in child_joint:
+            raise URDFError(f"{where}: link {joint.child!r} has two parents, through joints "
+                            f"{child_joint[joint.child].name!r} and {joint.name!r}")
+        child_joint[joint.child] = joint
+        children[joint.parent].append(joint)
+    roots = [name for name in names if name not in child_joint]
+    if not roots:
+        raise URDFError(f"{where}: no root link: {_cycle(names[0], child_joint)}")
+    if len(roots) > 1:
+        raise URDFError(f"{where}: several root links {roots}; a URDF is one tree")
+    order, stack = [], sorted(children[roots[0]], key=lambda j: j.name, reverse=True)
+    while stack:  # iteratively: a deep tree must not hit the recursion limit
+        joint = stack.pop()
+        order.append(joint)
+        stack.extend(sorted(children[joint.child], key=lambda j: j.name, reverse=True))
+    if len(order) != len(robot.joints):
+        reached = {roots[0]} | {j.child for j in order}
+        lost = [name for name in names if name not in reached]
+        raise URDFError(f"{where}: links {lost} are not reachable from the root link {roots[0]!r}: "
+                        f"{_cycle(lost[0], child_joint)}")
+    return roots[0], order
+
+
+def _cycle(link, child_joint):
+    """The cycle met walking up from ``link`` (every link on the way has a parent)."""
+    path = {}
+    while link not in path:
+        path[link] = len(path)
+        link = child_joint[link].parent
+    cycle = list(path)[path[link]:]
+    return f"joints {[child_joint[name].name for name in cycle]} form a cycle through links {cycle}"
 
 
 def _rpy_matrix(rpy):
@@ -135,88 +257,103 @@ def _numeric_inertia(Y):
 
 
 def _link_inertia(link, where):
+    """(inertia in the link frame, its rotational inertia about the centre of mass in URDF axes)."""
     inertial = link.inertial
     if inertial is None:
-        return Inertia.zero()
+        return Inertia.zero(), np.zeros((3, 3))
     m = inertial.mass
-    if m is None or not np.isfinite(m) or m < 0:
-        raise URDFError(f"{where}: link {link.name!r} has mass {m!r}; a finite mass >= 0 is required")
-    if inertial.inertia is None:
-        raise URDFError(f"{where}: link {link.name!r} has a mass but no <inertia>")
+    if m < 0:
+        raise URDFError(f"{where}: link {link.name!r} has mass {m}; a mass >= 0 is required")
     I = np.array(inertial.inertia.to_matrix(), dtype=float)
-    if not np.all(np.isfinite(I)):
-        raise URDFError(f"{where}: link {link.name!r} has a non-finite inertia")
-    eig = np.linalg.eigvalsh(I)
-    if eig[0] < -1e-12 * max(1.0, eig[-1]):
-        raise URDFError(f"{where}: link {link.name!r} has an inertia that is not positive "
-                        f"semi-definite (eigenvalues {eig.tolist()})")
     X = _origin(inertial.origin)
-    return Inertia.from_com(m, X.p, X.R @ I @ X.R.T)
+    return Inertia.from_com(m, X.p, X.R @ I @ X.R.T), I
 
 
-def _build(robot, where, floating_base):
+def _inertia_problem(I):
+    """None, or (fatal, what is wrong) for a rotational inertia about the centre of mass."""
+    moments = np.linalg.eigvalsh(I)
+    scale = np.abs(moments).max()
+    text = f"principal moments of inertia {np.array2string(moments, precision=4)}"
+    tol = ROUNDING * scale + ROUNDING_ABS
+    if moments[0] < -tol:
+        return True, f"has a negative principal moment of inertia ({text}), which no body has"
+    if moments[0] < -ROUNDING_ABS:
+        return False, f"has a slightly negative principal moment of inertia ({text}), taken as rounding"
+    if moments[2] > moments[0] + moments[1] + tol:
+        return False, f"has {text} that violate the triangle inequality (the largest exceeds the sum of the others)"
+    return None
+
+
+def _body_inertia_problem(Y):
+    return _inertia_problem(Y.inertia_com if Y.mass > 0 else Y.I)
+
+
+def _build(robot, where, floating_base, notes):
+    root, order = _tree(robot, where)
     links = {link.name: link for link in robot.links}
-    child_joint = {}
-    children = {name: [] for name in links}
-    for joint in robot.joints:
-        for role, link in (("parent", joint.parent), ("child", joint.child)):
-            if link not in links:
-                raise URDFError(f"{where}: joint {joint.name!r} names {role} link {link!r}, which does not exist")
-        if joint.child in child_joint:
-            raise URDFError(f"{where}: link {joint.child!r} has two parents, through joints "
-                            f"{child_joint[joint.child].name!r} and {joint.name!r}")
-        child_joint[joint.child] = joint
-        children[joint.parent].append(joint)
-    for siblings in children.values():  # urdfdom's (hence Pinocchio's) order: by joint name
-        siblings.sort(key=lambda j: j.name)
-    roots = [name for name in links if name not in child_joint]
-    if len(roots) != 1:
-        if not roots:
-            raise URDFError(f"{where}: no root link: the joints form a cycle")
-        raise URDFError(f"{where}: several root links {roots}; a URDF is one tree")
+    joints, frames, suspects = [], [], []
 
-    joints, frames = [], []
-    root = roots[0]
-    root_inertia = _link_inertia(links[root], where)
+    def link_inertia(name, body):
+        Y, I = _link_inertia(links[name], where)
+        problem = _inertia_problem(I)
+        if problem:
+            suspects.append((name, body, *problem))
+        return Y
+
     if floating_base:
-        joints.append(FreeFlyer("root_joint", -1, SE3.identity(), inertia=root_inertia))
+        joints.append(FreeFlyer("root_joint", -1, SE3.identity(), inertia=link_inertia(root, 0)))
         frames.append(Frame(root, 0, SE3.identity()))
     else:
+        link_inertia(root, -1)
         frames.append(Frame(root, -1, SE3.identity()))
     body_of = {root: (len(joints) - 1, SE3.identity())}  # link -> (joint index, placement in its frame)
-    stack = list(reversed(children[root]))
-    reached = {root}
-    while stack:  # depth first, iteratively: a deep tree must not hit the recursion limit
-        uj = stack.pop()
-        reached.add(uj.child)
+    for uj in order:
         parent_joint, parent_placement = body_of[uj.parent]
         placement = parent_placement * _origin(uj.origin)
-        inertia = _link_inertia(links[uj.child], where)
         if uj.type == "fixed":
+            inertia = link_inertia(uj.child, parent_joint)
             body_of[uj.child] = (parent_joint, placement)
             frames.append(Frame(uj.child, parent_joint, placement))
             if parent_joint >= 0:
                 owner = joints[parent_joint]
                 owner.inertia = owner.inertia + _numeric_inertia(placement.act_inertia(inertia))
         else:
+            inertia = link_inertia(uj.child, len(joints))
             joints.append(_make_joint(uj, parent_joint, placement, inertia, where))
             body_of[uj.child] = (len(joints) - 1, SE3.identity())
             frames.append(Frame(uj.child, len(joints) - 1, SE3.identity()))
-        stack.extend(reversed(children[uj.child]))
-    if len(reached) != len(links):
-        raise URDFError(f"{where}: links {sorted(set(links) - reached)} are not reachable from the root "
-                        f"{root!r}: their joints form a cycle")
+    _check_inertias(joints, suspects, where, notes)
+    _note_mimics(order, notes)
     model = Model(robot.name or "robot", joints, frames)
     _check_masses(model, where)
     return model
 
 
+def _check_inertias(joints, suspects, where, notes):
+    """Refuse a non-physical link inertia only if the body it is merged into is non-physical too."""
+    for link, body, fatal, text in suspects:
+        if not fatal:
+            notes.append(f"link {link!r} {text}")
+        elif body < 0:
+            notes.append(f"link {link!r} {text}; it is fixed to the world, so it does not enter the dynamics")
+        elif _body_inertia_problem(joints[body].inertia) and _body_inertia_problem(joints[body].inertia)[0]:
+            raise URDFError(f"{where}: link {link!r} {text}, and so does the body of joint "
+                            f"{joints[body].name!r} it belongs to")
+        else:
+            notes.append(f"link {link!r} {text}; kept because the body of joint {joints[body].name!r} "
+                         f"it is merged into is physical")
+
+
+def _note_mimics(order, notes):
+    mimics = [f"{j.name!r} (mimics {j.mimic.joint!r})" for j in order if j.mimic is not None]
+    if mimics:
+        notes.append(f"mimic constraints are ignored and these joints are independent "
+                     f"(as Pinocchio's default): {', '.join(mimics)}")
+
+
 def _make_joint(uj, parent, placement, inertia, where):
     cls = JOINT_TYPES[uj.type]
     kwargs = {"inertia": inertia}
-    if uj.mimic is not None:
-        warnings.warn(f"{where}: joint {uj.name!r} mimics {uj.mimic.joint!r}; the mimic constraint "
-                      f"is ignored and the joint is independent (as Pinocchio's default)", stacklevel=3)
     if uj.type in ("revolute", "prismatic") and uj.limit is not None:
         lo, hi = uj.limit.lower, uj.limit.upper
         lo = -np.inf if lo is None else lo
@@ -227,7 +364,7 @@ def _make_joint(uj, parent, placement, inertia, where):
     if uj.type in ("revolute", "continuous", "prismatic", "planar"):
         axis = np.array([1.0, 0, 0] if uj.axis is None else uj.axis, dtype=float)
         norm = np.linalg.norm(axis)
-        if not np.isfinite(norm) or norm < 1e-9:
+        if norm < 1e-9:
             raise URDFError(f"{where}: joint {uj.name!r} has axis {axis.tolist()}, which has no direction")
         axis = axis / norm
         axis[np.abs(axis) < 1e-14] = 0.0
@@ -246,5 +383,5 @@ def _check_masses(model, where):
     for joint, Ic in zip(model.joints, composite_inertias(model, liMi)):
         D = np.array(ca.mtimes(joint.S.T, Ic.act(joint.S)))
         if np.linalg.eigvalsh(D)[0] <= 1e-12:
-            raise URDFError(f"{where}: joint {joint.name!r} moves no mass or inertia (the links of its "
-                            f"subtree lack <inertial>), so the mass matrix is singular")
+            raise URDFError(f"{where}: joint {joint.name!r} moves no mass or inertia along its motion "
+                            f"(the links of its subtree lack <inertial>?), so the mass matrix is singular")

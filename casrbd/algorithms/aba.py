@@ -1,51 +1,47 @@
 """Forward dynamics by the articulated-body algorithm.
 
-Featherstone RBDA Table 7.1, in joint-local frames as Pinocchio's ``aba``.
-Glossary (code -> paper, frame local i):
+Featherstone RBDA Table 7.1, in joint-local frames as Pinocchio's ``aba``;
+the articulated inertias (pass 2 without bias forces) are shared with
+``minverse``. Glossary (code -> paper, frame local i):
   c[i]    c_i = v_i x v_J, velocity-product acceleration
-  IA[i]   I^A_i articulated inertia (6 x 6), pA[i] p^A_i bias force
-  U, D, u U_i = I^A_i S_i, D_i = S_i^T U_i, u_i = tau_i - S_i^T p^A_i
+  pA[i]   p^A_i bias force; U, D, UDinv: U_i = I^A_i S_i, D_i = S_i^T U_i, U_i D_i^-1
+  u[i]    u_i = tau_i - S_i^T p^A_i
   Ia, pa  the articulated inertia and bias force passed to the parent
 """
 import casadi as ca
 
 from ..spatial import force_cross, motion_cross, spd_solve
 from .kinematics import joint_placements
+from .minverse import articulated_inertias
 from .rnea import base_acceleration
 
 
 def aba(model, q, v, tau, f_ext=None):
     liMi, _ = joint_placements(model, q)
+    art = articulated_inertias(model, liMi)
     n = model.njoints
-    vs, c, IA, pA = [None] * n, [None] * n, [None] * n, [None] * n
+    vs, c, pA = [None] * n, [None] * n, [None] * n
     # pass 1: velocities, bias accelerations and forces
     for i, joint in enumerate(model.joints):
         vJ = ca.mtimes(joint.S, v[model.v_slice(i)])
         vs[i] = vJ if joint.parent < 0 else liMi[i].inv_act_motion(vs[joint.parent]) + vJ
         c[i] = motion_cross(vs[i], vJ)
-        IA[i] = joint.inertia.matrix()
         pA[i] = force_cross(vs[i], joint.inertia.act(vs[i]))
         if f_ext is not None:
             pA[i] = pA[i] - f_ext[i]
-    # pass 2: articulated inertias and bias forces, leaves to root
-    U, D, u = [None] * n, [None] * n, [None] * n
+    # pass 2: bias forces, leaves to root
+    u = [None] * n
     for i in reversed(range(n)):
         joint = model.joints[i]
-        S = joint.S
-        U[i] = ca.mtimes(IA[i], S)
-        D[i] = ca.mtimes(S.T, U[i])
-        u[i] = tau[model.v_slice(i)] - ca.mtimes(S.T, pA[i])
+        u[i] = tau[model.v_slice(i)] - ca.mtimes(joint.S.T, pA[i])
         if joint.parent >= 0:
-            UDinv = spd_solve(D[i], U[i].T).T
-            Ia = IA[i] - ca.mtimes(UDinv, U[i].T)
-            pa = pA[i] + ca.mtimes(Ia, c[i]) + ca.mtimes(UDinv, u[i])
-            IA[joint.parent] = IA[joint.parent] + liMi[i].act_inertia(Ia)
+            pa = pA[i] + ca.mtimes(art.Ia[i], c[i]) + ca.mtimes(art.UDinv[i], u[i])
             pA[joint.parent] = pA[joint.parent] + liMi[i].act_force(pa)
     # pass 3: accelerations, root to leaves
     a0 = base_acceleration(model)
     acc, qdd = [None] * n, [None] * n
     for i, joint in enumerate(model.joints):
         ai = liMi[i].inv_act_motion(a0 if joint.parent < 0 else acc[joint.parent]) + c[i]
-        qdd[i] = spd_solve(D[i], u[i] - ca.mtimes(U[i].T, ai))
+        qdd[i] = spd_solve(art.D[i], u[i] - ca.mtimes(art.U[i].T, ai))
         acc[i] = ai + ca.mtimes(joint.S, qdd[i])
     return ca.vertcat(*qdd)

@@ -24,3 +24,8 @@ def difference(model, q0, q1):
     """q1 (-) q0: the velocity that integrates q0 to q1 in unit time."""
     return ca.vertcat(*[j.difference(q0[model.q_slice(i)], q1[model.q_slice(i)])
                         for i, j in enumerate(model.joints)])
+
+
+def tangent_map(model, q):
+    """nv x nq derivative of the tangent coordinates with respect to the raw configuration."""
+    return ca.diagcat(*[j.tangent_map(q[model.q_slice(i)]) for i, j in enumerate(model.joints)])

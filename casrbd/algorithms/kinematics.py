@@ -38,6 +38,19 @@ def frame_placement(model, q, frame):
     return _frame_placement(model, oMi, frame).homogeneous()
 
 
+def world_jacobian(model, oMi, joint):
+    """6 x nv Jacobian of the spatial velocity of ``joint``'s body, world frame at the world origin."""
+    support = model.supports[joint] if joint >= 0 else ()
+    return ca.horzcat(ca.DM(6, 0), *[oMi[i].act_motion(j.S) if i in support else ca.DM(6, j.nv)
+                                     for i, j in enumerate(model.joints)])
+
+
+def joint_jacobians(model, q):
+    """Local 6 x nv Jacobians of every joint's body velocity."""
+    _, oMi = joint_placements(model, q)
+    return [oMi[i].inv_act_motion(world_jacobian(model, oMi, i)) for i in range(model.njoints)]
+
+
 def frame_jacobian(model, q, frame, reference):
     """6 x nv Jacobian of ``frame``'s spatial velocity [linear; angular].
 
@@ -48,10 +61,7 @@ def frame_jacobian(model, q, frame, reference):
     """
     _, oMi = joint_placements(model, q)
     oMf = _frame_placement(model, oMi, frame)
-    support = model.supports[model.frames[frame].joint] if model.frames[frame].joint >= 0 else ()
-    blocks = [oMi[i].act_motion(j.S) if i in support else ca.DM(6, j.nv)
-              for i, j in enumerate(model.joints)]
-    J = ca.horzcat(*blocks) if blocks else ca.DM(6, 0)
+    J = world_jacobian(model, oMi, model.frames[frame].joint)
     if reference == "world":
         return J
     J = oMf.inv_act_motion(J)

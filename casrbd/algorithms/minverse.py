@@ -1,47 +1,71 @@
-"""Inverse of the joint-space inertia matrix without forming M.
+"""Inverse of the joint-space inertia matrix without forming M, and M^-1 B.
 
 The dedicated algorithm cited in seed 003 section IV-C (Carpentier 2018,
-Pinocchio's ``computeMinverse``): ABA with zero velocity and gravity applied
-to all unit torques at once. Column j of M^-1 is ABA(q, 0, e_j) with a_g = 0,
-so the bias forces become force sets P[i] (6 x nv), nonzero only on the
-columns of the subtree of i. Rows are computed for the upper triangle only
-(columns from idx_v(i) on: in tree order a subtree follows its root) and
-mirrored. Glossary (local i): IA, U, D as in ABA; P[i] the bias force set;
-E_i the rows of the identity for joint i; A the acceleration set.
+Pinocchio's ``computeMinverse``) is ABA with zero velocity and gravity
+applied to all unit torques at once: column j of M^-1 is ABA(q, 0, e_j)
+with a_g = 0. The same passes applied to the columns of any matrix B give
+M^-1 B; seed 004 section IV-E calls that AZA when B = dtau/du. The bias
+forces become force sets P[i] (6 x m), nonzero only on the columns that
+the subtree of i touches. Glossary (local frame of joint i): IA, U, D as in
+ABA, UDinv = U D^-1; E the rows of B for joint i; A the acceleration set.
 """
+from typing import NamedTuple
+
 import casadi as ca
 
 from ..spatial import spd_solve
 from .kinematics import joint_placements
 
 
-def minverse(model, q):
-    liMi, _ = joint_placements(model, q)
-    n, nv = model.njoints, model.nv
+class Articulated(NamedTuple):
+    liMi: list
+    U: list
+    D: list
+    UDinv: list
+    Ia: list    # I^A_i - U_i D_i^-1 U_i^T, what joint i passes to its parent
+
+
+def articulated_inertias(model, liMi):
+    """Pass 2 of ABA for the inertias alone (they do not depend on v or tau)."""
+    n = model.njoints
     IA = [j.inertia.matrix() for j in model.joints]
-    P = [ca.DM(6, nv) for _ in range(n)]
-    U, D, u = [None] * n, [None] * n, [None] * n
-    # pass 2 of ABA with tau = identity, v = 0
+    U, D, UDinv, Ia = [None] * n, [None] * n, [None] * n, [None] * n
     for i in reversed(range(n)):
         joint = model.joints[i]
-        S = joint.S
-        U[i] = ca.mtimes(IA[i], S)
-        D[i] = ca.mtimes(S.T, U[i])
-        E = ca.DM(joint.nv, nv)
-        E[:, model.v_slice(i)] = ca.DM.eye(joint.nv)
-        u[i] = E - ca.mtimes(S.T, P[i])
+        U[i] = ca.mtimes(IA[i], joint.S)
+        D[i] = ca.mtimes(joint.S.T, U[i])
+        UDinv[i] = spd_solve(D[i], U[i].T).T
         if joint.parent >= 0:
-            UDinv = spd_solve(D[i], U[i].T).T
-            Ia = IA[i] - ca.mtimes(UDinv, U[i].T)
-            IA[joint.parent] = IA[joint.parent] + liMi[i].act_inertia(Ia)
-            P[joint.parent] = P[joint.parent] + liMi[i].act_force(P[i] + ca.mtimes(UDinv, u[i]))
-    # pass 3, upper triangle: rows of joint i on columns idx_v(i) ..
+            Ia[i] = IA[i] - ca.mtimes(UDinv[i], U[i].T)
+            IA[joint.parent] = IA[joint.parent] + liMi[i].act_inertia(Ia[i])
+    return Articulated(liMi, U, D, UDinv, Ia)
+
+
+def minv_product(model, art, B, symmetric=False):
+    """M^-1 B for an nv x m matrix B, by passes 2 and 3 of ABA with v = 0, a_g = 0.
+
+    ``symmetric``: B is the identity, so only the upper triangle is computed
+    (rows of joint i on columns idx_v(i) on, since in tree order a subtree
+    follows its root) and mirrored."""
+    n, m = model.njoints, B.shape[1]
+    P = [ca.DM(6, m) for _ in range(n)]
+    u = [None] * n
+    for i in reversed(range(n)):
+        joint = model.joints[i]
+        u[i] = B[model.v_slice(i), :] - ca.mtimes(joint.S.T, P[i])
+        if joint.parent >= 0:
+            P[joint.parent] = P[joint.parent] + art.liMi[i].act_force(P[i] + ca.mtimes(art.UDinv[i], u[i]))
     A, rows = [None] * n, [None] * n
+    first = [j.idx_v if symmetric else 0 for j in model.joints]
     for i, joint in enumerate(model.joints):
-        cols = slice(joint.idx_v, nv)
         p = joint.parent
-        Ai = ca.DM(6, nv - joint.idx_v) if p < 0 else liMi[i].inv_act_motion(A[p][:, joint.idx_v - model.joints[p].idx_v:])
-        rows[i] = spd_solve(D[i], u[i][:, cols] - ca.mtimes(U[i].T, Ai))
+        Ai = ca.DM(6, m - first[i]) if p < 0 else art.liMi[i].inv_act_motion(A[p][:, first[i] - first[p]:])
+        rows[i] = spd_solve(art.D[i], u[i][:, first[i]:] - ca.mtimes(art.U[i].T, Ai))
         A[i] = Ai + ca.mtimes(joint.S, rows[i])
-    upper = ca.vertcat(*[ca.horzcat(ca.DM(j.nv, j.idx_v), rows[i]) for i, j in enumerate(model.joints)])
-    return ca.triu(upper) + ca.triu(upper, False).T
+    X = ca.vertcat(*[ca.horzcat(ca.DM(j.nv, first[i]), rows[i]) for i, j in enumerate(model.joints)])
+    return ca.triu(X) + ca.triu(X, False).T if symmetric else X
+
+
+def minverse(model, q):
+    liMi, _ = joint_placements(model, q)
+    return minv_product(model, articulated_inertias(model, liMi), ca.DM.eye(model.nv), symmetric=True)

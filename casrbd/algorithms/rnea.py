@@ -31,10 +31,12 @@ def base_acceleration(model):
     return np.concatenate([-model.gravity, np.zeros(3)]).reshape(6, 1)
 
 
-def forward_pass(model, q, v, a, f_ext=None):
-    """Lines 1-12 of Algorithm 1: body velocities, accelerations and forces."""
+def forward_pass(model, q, v, a, f_ext=None, a0=None):
+    """Lines 1-12 of Algorithm 1: body velocities, accelerations and forces.
+
+    ``a0`` defaults to -a_g; kinematics pass zero to get accelerations without gravity."""
     liMi, oMi = joint_placements(model, q)
-    a0 = base_acceleration(model)
+    a0 = base_acceleration(model) if a0 is None else a0
     vJs, vs, as_, fs = [], [], [], []
     for i, joint in enumerate(model.joints):
         p, X, S, I = joint.parent, liMi[i], joint.S, joint.inertia
