@@ -141,7 +141,8 @@ def _build(model, name, spec, symbolic, f_ext, options, jac_options):
         names.append("f_ext")
         kwargs["f_ext"] = [F[:, i] for i in range(model.njoints)]
     outs = spec.impl(model, *args[:len(spec.inputs)], **kwargs)
-    outs = [ca.cse(o) for o in (outs if isinstance(outs, tuple) else (outs,))]
+    # one common-subexpression pass over all outputs: they share kinematics
+    outs = ca.cse(list(outs) if isinstance(outs, tuple) else [outs])
     suffix = "".join(f"_{v}" for _, v in sorted({**options, **(jac_options or {})}.items()))
     fname = _c_name(f"{model.name}_{name}{suffix}")
     fopts = {}
@@ -166,7 +167,7 @@ def _custom_jacobian(model, name, fname, args, kwargs, out, jac_options):
     out_name = SPECS[name].outputs[0]
     in_names = list(SPECS[name].inputs) + (["f_ext"] if "f_ext" in kwargs else [])
     nominal = type(out).sym("out_" + out_name, out.shape)
-    return ca.Function("jac_" + fname, args + [nominal], [ca.cse(b) for b in blocks],
+    return ca.Function("jac_" + fname, args + [nominal], ca.cse(blocks),
                        in_names + ["out_" + out_name], [f"jac_{out_name}_{n}" for n in in_names])
 
 
@@ -179,7 +180,10 @@ def _vector(fname, arg, x, n):
         if x.shape != (n, 1):
             raise ValueError(f"{fname}: argument {arg!r} must be a column of {n} entries, got shape {x.shape}")
         return x
-    a = np.array(x, dtype=float)
+    try:
+        a = np.array(x, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{fname}: argument {arg!r} must be {n} numbers, got {type(x).__name__} ({e})") from None
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
     if a.shape != (n,):
@@ -199,21 +203,28 @@ def _check_configuration(model, fname, arg, q):
 
 def _external_forces(model, fname, f_ext):
     """f_ext as a list of 6 x 1 columns (symbolic) or an njoints x 6 array (numeric)."""
-    shape_msg = f"{fname}: f_ext must be {model.njoints} spatial forces (an array of shape ({model.njoints}, 6))"
+    expected = f"{fname}: f_ext must be {model.njoints} spatial forces, one per joint (shape ({model.njoints}, 6))"
     if _is_symbolic(f_ext):
         if f_ext.shape != (model.njoints, 6):
-            raise ValueError(f"{shape_msg}, got shape {f_ext.shape}")
+            raise ValueError(f"{expected}, got shape {f_ext.shape}")
         return [f_ext[i, :].T for i in range(model.njoints)]
     if isinstance(f_ext, (list, tuple)) and any(_is_symbolic(f) for f in f_ext):
-        if len(f_ext) != model.njoints or any(ca.DM(f).numel() != 6 if not _is_symbolic(f) else f.numel() != 6
-                                              for f in f_ext):
-            raise ValueError(f"{shape_msg}, got {len(f_ext)} entries")
-        return [ca.reshape(f if _is_symbolic(f) else ca.DM(f), 6, 1) for f in f_ext]
-    F = np.array(f_ext, dtype=float)
+        if len(f_ext) != model.njoints:
+            raise ValueError(f"{expected}, got {len(f_ext)} entries")
+        forces = [f if _is_symbolic(f) else ca.DM(f) for f in f_ext]
+        for i, f in enumerate(forces):
+            if f.numel() != 6:
+                raise ValueError(f"{expected}; entry {i} (joint {model.joints[i].name!r}) has shape {f.shape}")
+        return [ca.reshape(f, 6, 1) for f in forces]
+    try:
+        F = np.array(f_ext, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{expected}, got {type(f_ext).__name__} ({e})") from None
     if F.shape != (model.njoints, 6):
-        raise ValueError(f"{shape_msg}, got shape {F.shape}")
-    if not np.all(np.isfinite(F)):
-        raise ValueError(f"{fname}: f_ext has non-finite entries")
+        raise ValueError(f"{expected}, got shape {F.shape}")
+    bad = np.argwhere(~np.isfinite(F))
+    if bad.size:
+        raise ValueError(f"{fname}: f_ext has non-finite entries at (joint, component) {bad.tolist()}")
     return F
 
 

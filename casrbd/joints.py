@@ -66,20 +66,30 @@ class Joint:
         return rng.uniform(lo, hi)
 
 
-class Revolute(Joint):
-    """Rotation about a unit ``axis`` of the joint frame."""
+class _Axial(Joint):
+    """A one-dof joint along a unit ``axis`` of the joint frame; ``angular`` picks rotation or translation."""
 
-    type = "revolute"
     nq = nv = 1
+    angular = True
 
     def __init__(self, name, parent, placement, axis, **kwargs):
         super().__init__(name, parent, placement, **kwargs)
         self.axis = np.asarray(axis, dtype=float).reshape(3)
-        self.S = np.concatenate([np.zeros(3), self.axis]).reshape(6, 1)
+        parts = [np.zeros(3), self.axis] if self.angular else [self.axis, np.zeros(3)]
+        self.S = np.concatenate(parts).reshape(6, 1)
+
+
+class Revolute(_Axial):
+    """Rotation about a unit ``axis`` of the joint frame."""
+
+    type = "revolute"
 
     def transform(self, q):
+        # Rodrigues as cos(q) (I - a a^T) + sin(q) [a]x + a a^T: with numeric coefficients an
+        # axis-aligned joint folds to the plain rotation matrix
+        aaT = np.outer(self.axis, self.axis)
         K = np.array(skew(self.axis))
-        return SE3(np.eye(3) + ca.sin(q[0]) * K + (1 - ca.cos(q[0])) * (K @ K), np.zeros(3))
+        return SE3(ca.cos(q[0]) * (np.eye(3) - aaT) + ca.sin(q[0]) * K + aaT, np.zeros(3))
 
 
 class Continuous(Revolute):
@@ -88,16 +98,11 @@ class Continuous(Revolute):
     type = "continuous"
 
 
-class Prismatic(Joint):
+class Prismatic(_Axial):
     """Translation along a unit ``axis`` of the joint frame."""
 
     type = "prismatic"
-    nq = nv = 1
-
-    def __init__(self, name, parent, placement, axis, **kwargs):
-        super().__init__(name, parent, placement, **kwargs)
-        self.axis = np.asarray(axis, dtype=float).reshape(3)
-        self.S = np.concatenate([self.axis, np.zeros(3)]).reshape(6, 1)
+    angular = False
 
     def transform(self, q):
         return SE3(np.eye(3), self.axis * q[0])

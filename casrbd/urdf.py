@@ -20,8 +20,9 @@ joint or element at fault. The rules, in the order they apply:
   principal moment beyond rounding is refused unless the link is merged into
   a body that is physical; slightly negative moments and moments violating
   the triangle inequality only warn (``URDFWarning``), as Pinocchio loads them;
-- the bodies (``_check_masses``): every moving joint moves some mass, or the
-  mass matrix is singular.
+- the bodies (``_check_masses``): a moving joint that moves no mass makes the
+  mass matrix singular; such a model still serves kinematics (Pinocchio
+  loads it too), so this warns, naming the joints.
 
 Fixed joints are merged: the child link's inertia is added to the body of
 the nearest moving ancestor joint and the link is kept as a frame. Mimic
@@ -141,7 +142,7 @@ def _strip(element):
 
 
 def _check_elements(root, where):
-    for kind in ("link", "joint"):
+    for kind, check in (("link", _check_link), ("joint", _check_joint)):
         seen = set()
         for el in root.findall(kind):
             name = el.get("name")
@@ -151,28 +152,31 @@ def _check_elements(root, where):
                 raise URDFError(f"{where}: duplicate {kind} name {name!r}")
             seen.add(name)
             _check_children(el, f"{kind} {name!r}", where)
-    for el in root.findall("joint"):
-        name, jtype = el.get("name"), el.get("type")
-        if jtype not in _URDF_TYPES:
-            raise URDFError(f"{where}: joint {name!r} has unknown type {jtype!r}; "
-                            f"supported: {', '.join(_URDF_TYPES)}")
-        for tag in ("parent", "child"):
-            node = el.find(tag)
-            if node is None or not node.get("link"):
-                raise URDFError(f"{where}: joint {name!r} has no <{tag} link=...>")
-    for el in root.findall("link"):
-        inertial = el.find("inertial")
-        if inertial is not None and (inertial.find("mass") is None or inertial.find("mass").get("value") is None
-                                     or inertial.find("inertia") is None):
-            raise URDFError(f"{where}: link {el.get('name')!r} has an <inertial> without "
-                            f"<mass value=...> and <inertia .../>")
+            check(el, name, where)
+
+
+def _check_link(el, name, where):
+    inertial = el.find("inertial")
+    if inertial is not None and (inertial.find("mass") is None or inertial.find("mass").get("value") is None
+                                 or inertial.find("inertia") is None):
+        raise URDFError(f"{where}: link {name!r} has an <inertial> without <mass value=...> and <inertia .../>")
+
+
+def _check_joint(el, name, where):
+    jtype = el.get("type")
+    if jtype not in _URDF_TYPES:
+        raise URDFError(f"{where}: joint {name!r} has unknown type {jtype!r}; supported: {', '.join(_URDF_TYPES)}")
+    for tag in ("parent", "child"):
+        node = el.find(tag)
+        if node is None or not node.get("link"):
+            raise URDFError(f"{where}: joint {name!r} has no <{tag} link=...>")
 
 
 def _check_children(top, owner, where):
     """One of each child element, and every numeric attribute a finite number of the right count."""
     for el in top.iter():
         tags = [child.tag for child in el]
-        for tag in set(tags):
+        for tag in dict.fromkeys(tags):
             if tags.count(tag) > 1:
                 raise URDFError(f"{where}: {owner} has {tags.count(tag)} <{tag}> elements in <{el.tag}>; "
                                 f"one is allowed")
@@ -284,8 +288,9 @@ def _inertia_problem(I):
     return None
 
 
-def _body_inertia_problem(Y):
-    return _inertia_problem(Y.inertia_com if Y.mass > 0 else Y.I)
+def _physical(body):
+    problem = _inertia_problem(body.inertia_com if body.mass > 0 else body.I)
+    return problem is None or not problem[0]
 
 
 def _build(robot, where, floating_base, notes):
@@ -325,7 +330,7 @@ def _build(robot, where, floating_base, notes):
     _check_inertias(joints, suspects, where, notes)
     _note_mimics(order, notes)
     model = Model(robot.name or "robot", joints, frames)
-    _check_masses(model, where)
+    _check_masses(model, notes)
     return model
 
 
@@ -336,7 +341,7 @@ def _check_inertias(joints, suspects, where, notes):
             notes.append(f"link {link!r} {text}")
         elif body < 0:
             notes.append(f"link {link!r} {text}; it is fixed to the world, so it does not enter the dynamics")
-        elif _body_inertia_problem(joints[body].inertia) and _body_inertia_problem(joints[body].inertia)[0]:
+        elif not _physical(joints[body].inertia):
             raise URDFError(f"{where}: link {link!r} {text}, and so does the body of joint "
                             f"{joints[body].name!r} it belongs to")
         else:
@@ -355,9 +360,7 @@ def _make_joint(uj, parent, placement, inertia, where):
     cls = JOINT_TYPES[uj.type]
     kwargs = {"inertia": inertia}
     if uj.type in ("revolute", "prismatic") and uj.limit is not None:
-        lo, hi = uj.limit.lower, uj.limit.upper
-        lo = -np.inf if lo is None else lo
-        hi = np.inf if hi is None else hi
+        lo, hi = uj.limit.lower, uj.limit.upper  # urdfdom and urdf_parser_py default both to 0
         if lo > hi:
             raise URDFError(f"{where}: joint {uj.name!r} has lower limit {lo} > upper limit {hi}")
         kwargs.update(lower=[lo], upper=[hi])
@@ -377,11 +380,12 @@ def _make_joint(uj, parent, placement, inertia, where):
     return cls(uj.name, parent, placement, **kwargs)
 
 
-def _check_masses(model, where):
-    """Every moving joint must move some mass or inertia, or M is singular."""
+def _check_masses(model, notes):
+    """Every moving joint should move some mass or inertia, or M is singular."""
     liMi, _ = joint_placements(model, ca.DM(neutral(model)))
-    for joint, Ic in zip(model.joints, composite_inertias(model, liMi)):
-        D = np.array(ca.mtimes(joint.S.T, Ic.act(joint.S)))
-        if np.linalg.eigvalsh(D)[0] <= 1e-12:
-            raise URDFError(f"{where}: joint {joint.name!r} moves no mass or inertia along its motion "
-                            f"(the links of its subtree lack <inertial>?), so the mass matrix is singular")
+    idle = [joint.name for joint, Ic in zip(model.joints, composite_inertias(model, liMi))
+            if np.linalg.eigvalsh(np.array(ca.mtimes(joint.S.T, Ic.act(joint.S))))[0] <= 1e-12]
+    if idle:
+        notes.append(f"joints {idle} move no mass or inertia along their motion (the links of their subtrees "
+                     f"lack <inertial>?), so the mass matrix is singular: kinematics work, but aba, minverse "
+                     f"and the forward-dynamics derivatives are undefined for this model")

@@ -1,0 +1,1 @@
+"""casrbd benchmarks: graph sizes, timings and accuracy (see README)."""

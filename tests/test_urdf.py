@@ -1,0 +1,303 @@
+"""The URDF loader: the example-robot-data corpus against Pinocchio, stripping, inertia rules, mimic joints.
+
+Malformed input is in test_bad_input.py.
+"""
+import glob
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import casrbd
+from casrbd.models import example_robot_data_dir
+from casrbd.urdf import URDFWarning
+
+ROBOTS = example_robot_data_dir()
+CORPUS = sorted(os.path.relpath(f, ROBOTS) for f in glob.glob(os.path.join(ROBOTS, "**", "*.urdf"), recursive=True)) \
+    if ROBOTS else []
+
+# files Pinocchio loads and casrbd refuses on purpose: (why, what the message must contain)
+REFUSED = {
+    # links 'body' (principal moments -0.021, 0.052, 0.099) and 'LHipPitch_link' (-0.0027, 0.040, 0.054)
+    # are far from any body, and so are the bodies they make
+    "romeo_description/urdf/romeo_laas_small.urdf": ("has a negative principal moment", "and so does the body"),
+}
+
+
+def _load_quietly(path, floating_base):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", URDFWarning)
+        return casrbd.load_urdf(path, floating_base=floating_base)
+
+
+def _pin_model(pin, path, floating_base):
+    return pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromUrdf(path)
+
+
+def _to_pin(model, pmodel, q, v, a):
+    """(q, v, a) of the casrbd model as Pinocchio's, joints matched by name; continuous q as (cos, sin)."""
+    qp, vp, ap = np.zeros(pmodel.nq), np.zeros(pmodel.nv), np.zeros(pmodel.nv)
+    for j in model.joints:
+        pj = pmodel.joints[pmodel.getJointId(j.name)]
+        part = q[j.idx_q:j.idx_q + j.nq]
+        if j.type == "continuous":
+            part = [np.cos(part[0]), np.sin(part[0])]
+        qp[pj.idx_q:pj.idx_q + pj.nq] = part
+        vp[pj.idx_v:pj.idx_v + pj.nv] = v[j.idx_v:j.idx_v + j.nv]
+        ap[pj.idx_v:pj.idx_v + pj.nv] = a[j.idx_v:j.idx_v + j.nv]
+    return qp, vp, ap
+
+
+def _v_permutation(model, pmodel):
+    """perm with x_casrbd = x_pin[perm] for velocity-sized vectors."""
+    perm = []
+    for j in model.joints:
+        pj = pmodel.joints[pmodel.getJointId(j.name)]
+        perm.extend(range(pj.idx_v, pj.idx_v + pj.nv))
+    return np.array(perm, dtype=int)
+
+
+def _close(x, ref, rtol=1e-10):
+    return np.linalg.norm(x - ref) <= rtol * max(1.0, np.linalg.norm(ref))
+
+
+def compare_with_pinocchio(pin, model, pmodel, seed=0):
+    assert [j.name for j in model.joints] == list(pmodel.names)[1:]
+    n_continuous = sum(j.type == "continuous" for j in model.joints)
+    assert (model.nq + n_continuous, model.nv) == (pmodel.nq, pmodel.nv)
+    assert model.mass == pytest.approx(sum(Y.mass for Y in pmodel.inertias[1:]), rel=1e-12)
+
+    rng = np.random.default_rng(seed)
+    q = casrbd.random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    qp, vp, ap = _to_pin(model, pmodel, q, v, a)
+    perm = _v_permutation(model, pmodel)
+    data = pmodel.createData()
+    tau_pin = pin.rnea(pmodel, data, qp, vp, ap)[perm]
+    M_pin = pin.crba(pmodel, data, qp)
+    M_pin = (np.triu(M_pin) + np.triu(M_pin, 1).T)[np.ix_(perm, perm)]
+    assert _close(casrbd.rnea(model, q, v, a), tau_pin)
+    assert _close(casrbd.crba(model, q), M_pin)
+
+
+@pytest.mark.parametrize("floating_base", [False, True], ids=["fixed", "floating"])
+@pytest.mark.parametrize("rel", CORPUS or [pytest.param(None, marks=pytest.mark.skip("example-robot-data not installed"))])
+def test_corpus_matches_pinocchio(rel, floating_base, capfd):
+    pin = pytest.importorskip("pinocchio")
+    path = os.path.join(ROBOTS, rel)
+    try:
+        pmodel = _pin_model(pin, path, floating_base)
+    except (RuntimeError, ValueError) as e:
+        capfd.readouterr()  # urdfdom's own complaint
+        with pytest.raises(casrbd.URDFError):
+            casrbd.load_urdf(path, floating_base=floating_base)
+        pytest.skip(f"Pinocchio refuses it too: {str(e).splitlines()[0]}")
+    capfd.readouterr()
+    if rel in REFUSED:
+        with pytest.raises(casrbd.URDFError) as err:
+            _load_quietly(path, floating_base)
+        for part in REFUSED[rel]:
+            assert part in str(err.value)
+        return
+    model = _load_quietly(path, floating_base)
+    assert capfd.readouterr().err == "", "urdf_parser_py must not print on stderr"
+    compare_with_pinocchio(pin, model, pmodel)
+
+
+FULL = """<robot name="full">
+  <link name="base">
+    <inertial><mass value="2"/><origin xyz="0.1 0 0.05" rpy="0.1 0.2 0.3"/>
+      <inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.04"/></inertial>
+  </link>
+  <link name="l1"><inertial><mass value="1"/><origin xyz="0 0.1 0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <link name="l2"><inertial><mass value="1.5"/><origin xyz="0.05 0 0.1" rpy="0 0.4 0"/>
+      <inertia ixx="0.02" ixy="0" ixz="0.001" iyy="0.015" iyz="0" izz="0.01"/></inertial></link>
+  <link name="l3"><inertial><mass value="0.5"/>
+      <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.004"/></inertial></link>
+  <link name="l4"><inertial><mass value="0.7"/><origin xyz="0 0 -0.1"/>
+      <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.003" iyz="0" izz="0.002"/></inertial></link>
+  <link name="l5"><inertial><mass value="0.3"/>
+      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>
+  <link name="tool"><inertial><mass value="0.2"/><origin xyz="0 0 0.02"/>
+      <inertia ixx="0.0004" ixy="0" ixz="0" iyy="0.0004" iyz="0" izz="0.0002"/></inertial></link>
+  <joint name="j_rev" type="revolute"><parent link="base"/><child link="l1"/>
+    <origin xyz="0 0 0.3" rpy="0.3 -0.2 0.1"/><axis xyz="0.3 0.4 1"/>
+    <limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
+  <joint name="j_cont" type="continuous"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0.2 0 0"/><axis xyz="0 1 0"/></joint>
+  <joint name="j_pris" type="prismatic"><parent link="l2"/><child link="l3"/>
+    <origin xyz="0 0 0.2" rpy="0 0.5 0"/><axis xyz="1 0 0"/>
+    <limit lower="-0.3" upper="0.3" effort="10" velocity="1"/></joint>
+  <joint name="j_planar" type="planar"><parent link="base"/><child link="l4"/>
+    <origin xyz="0.3 0.1 0" rpy="0 0 0.7"/><axis xyz="0 0 1"/></joint>
+  <joint name="j_float" type="floating"><parent link="l4"/><child link="l5"/>
+    <origin xyz="0 0.2 0"/></joint>
+  <joint name="j_fixed" type="fixed"><parent link="l3"/><child link="tool"/>
+    <origin xyz="0.1 0 0" rpy="0.2 0 0"/></joint>
+</robot>"""
+
+
+@pytest.mark.parametrize("floating_base", [False, True], ids=["fixed", "floating"])
+def test_every_urdf_joint_type_matches_pinocchio(floating_base):
+    pin = pytest.importorskip("pinocchio")
+    model = casrbd.load_urdf(FULL, floating_base=floating_base)
+    assert {j.type for j in model.joints} >= {"revolute", "continuous", "prismatic", "planar", "floating"}
+    pmodel = pin.buildModelFromXML(FULL, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromXML(FULL)
+    for seed in range(3):
+        compare_with_pinocchio(pin, model, pmodel, seed)
+
+
+NON_DYNAMICS = """<robot name="decorated" version="1.0" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <material name="blue"><color rgba="0 0 1 1"/></material>
+  <link name="base" type="laser">
+    <visual><geometry><mesh filename="base.dae"/></geometry>
+      <material name="chest"><texture/></material></visual>
+    <collision><geometry><box size="1 1 1"/></geometry></collision>
+    <sensor name="imu" type="imu"/>
+  </link>
+  <link name="arm">
+    <inertial vendor="x"><origin xyz="0 0 0.1" frame="odd"/><mass value="1" unit="kg"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01" note="cad"/></inertial>
+    <visual><geometry><cylinder radius="0.1"/></geometry></visual>
+  </link>
+  <joint name="j" type="revolute" dont_collapse="true">
+    <parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1" command_effort="2"/>
+    <dynamics damping="0.1"/><safety_controller k_velocity="1"/><calibration rising="0"/>
+  </joint>
+  <transmission name="t"><type>SimpleTransmission</type></transmission>
+  <gazebo reference="arm"><material>Gazebo/Blue</material></gazebo>
+  <xacro:property name="unused" value="1"/>
+</robot>"""
+
+
+def test_non_dynamics_elements_and_attributes_are_stripped_silently(capfd):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = casrbd.load_urdf(NON_DYNAMICS)
+    assert capfd.readouterr().err == ""
+    assert [j.name for j in model.joints] == ["j"]
+    assert model.mass == pytest.approx(1.0)
+    assert model.joints[0].upper == pytest.approx([1.0])
+
+
+def test_a_file_path_and_bytes_load_like_a_string(tmp_path):
+    path = tmp_path / "robot.urdf"
+    path.write_text(FULL)
+    for source in (str(path), path, FULL.encode()):
+        model = casrbd.load_urdf(source)
+        assert model.nq == casrbd.load_urdf(FULL).nq
+
+
+def test_children_follow_joint_names_as_in_urdfdom():
+    urdf = """<robot name="r"><link name="a"/>
+      <link name="b"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+      <link name="c"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+      <joint name="z" type="continuous"><parent link="a"/><child link="b"/></joint>
+      <joint name="y" type="continuous"><parent link="a"/><child link="c"/></joint></robot>"""
+    assert [j.name for j in casrbd.load_urdf(urdf).joints] == ["y", "z"]
+
+
+def test_fixed_children_merge_into_the_moving_body():
+    model = casrbd.load_urdf(FULL)
+    assert model.mass == pytest.approx(1 + 1.5 + 0.5 + 0.2 + 0.7 + 0.3)  # base is fixed to the world
+    assert model.frames[model.frame_index("tool")].joint == model.joint_index("j_pris")
+    assert casrbd.load_urdf(FULL, floating_base=True).mass == pytest.approx(model.mass + 2)
+
+
+# ---- inertia rules: refuse the non-physical, warn on the questionable ----
+
+def _one_body(inertia, mass="1", extra_link="", extra_joint=""):
+    return f"""<robot name="r"><link name="base"/>
+      <link name="body"><inertial><mass value="{mass}"/><inertia {inertia}/></inertial></link>{extra_link}
+      <joint name="j" type="continuous"><parent link="base"/><child link="body"/><axis xyz="0 0 1"/></joint>
+      {extra_joint}</robot>"""
+
+
+def _inertia(ixx, iyy, izz, ixy=0.0):
+    return f'ixx="{ixx}" ixy="{ixy}" ixz="0" iyy="{iyy}" iyz="0" izz="{izz}"'
+
+
+def test_a_physical_inertia_loads_without_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        casrbd.load_urdf(_one_body(_inertia(0.02, 0.03, 0.04)))
+
+
+def test_a_negative_principal_moment_is_refused_naming_the_link():
+    with pytest.raises(casrbd.URDFError, match=r"link 'body' has a negative principal moment"):
+        casrbd.load_urdf(_one_body(_inertia(0.01, 0.01, 0.01, ixy=0.02)))
+
+
+def test_a_rounding_negative_principal_moment_warns():
+    # principal moments 1 - 1.000001 < 0 (rounding), 2.000001, 2: kept
+    with pytest.warns(URDFWarning, match=r"link 'body' has a slightly negative principal moment"):
+        casrbd.load_urdf(_one_body(_inertia(1.0, 1.0, 2.0, ixy=1.000001)))
+
+
+def test_exporter_noise_on_a_zero_inertia_passes_silently():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        casrbd.load_urdf(_one_body(_inertia(-5.42101e-20, 0.01, 0.01)))  # a rod along x
+
+
+def test_a_triangle_inequality_violation_warns():
+    with pytest.warns(URDFWarning, match=r"link 'body' has principal moments .* violate the triangle inequality"):
+        casrbd.load_urdf(_one_body(_inertia(0.001, 0.001, 0.01)))
+
+
+ANTENNA = ('<link name="antenna"><inertial><mass value="0.000001"/>'
+           '<inertia ixx="2.371e-8" ixy="6.119e-8" ixz="1.179e-8" iyy="2.833e-8" iyz="7.74e-9" izz="3.849e-8"/>'
+           '</inertial></link>')
+ANTENNA_JOINT = '<joint name="mount" type="fixed"><parent link="body"/><child link="antenna"/></joint>'
+
+
+def test_a_non_physical_link_merged_into_a_physical_body_warns():
+    # tiago's antennas: a microgram with a non-PSD inertia, welded to a kilogram
+    with pytest.warns(URDFWarning, match=r"link 'antenna' has a negative principal moment.*body of joint 'j'"):
+        model = casrbd.load_urdf(_one_body(_inertia(0.02, 0.03, 0.04), extra_link=ANTENNA, extra_joint=ANTENNA_JOINT))
+    assert model.mass == pytest.approx(1.000001)
+
+
+def test_a_non_physical_link_fixed_to_the_world_warns():
+    urdf = _one_body(_inertia(0.02, 0.03, 0.04), extra_link=ANTENNA,
+                     extra_joint='<joint name="mount" type="fixed"><parent link="base"/><child link="antenna"/></joint>')
+    with pytest.warns(URDFWarning, match=r"link 'antenna' .*fixed to the world"):
+        casrbd.load_urdf(urdf)
+
+
+def test_a_non_physical_link_in_a_non_physical_body_is_refused():
+    with pytest.raises(casrbd.URDFError, match=r"link 'antenna' has a negative principal moment.*joint 'j'"):
+        casrbd.load_urdf(_one_body(_inertia(0, 0, 0), mass="0.000001", extra_link=ANTENNA,
+                                   extra_joint=ANTENNA_JOINT))
+
+
+# ---- mimic joints ----
+
+MIMIC = """<robot name="gripper">
+  <link name="palm"/>
+  <link name="left"><inertial><mass value="0.1"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-4"/></inertial></link>
+  <link name="right"><inertial><mass value="0.1"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-4"/></inertial></link>
+  <joint name="finger1" type="prismatic"><parent link="palm"/><child link="left"/><axis xyz="0 1 0"/>
+    <limit lower="0" upper="0.04" effort="20" velocity="0.2"/></joint>
+  <joint name="finger2" type="prismatic"><parent link="palm"/><child link="right"/><axis xyz="0 -1 0"/>
+    <limit lower="0" upper="0.04" effort="20" velocity="0.2"/><mimic joint="finger1" multiplier="1" offset="0"/></joint>
+</robot>"""
+
+
+def test_mimic_joints_warn_and_stay_independent():
+    with pytest.warns(URDFWarning, match=r"mimic constraints are ignored.*'finger2' \(mimics 'finger1'\)") as record:
+        model = casrbd.load_urdf(MIMIC)
+    assert len(record) == 1
+    assert record[0].filename == __file__, "the warning points at the caller of load_urdf"
+    assert (model.nq, model.nv) == (2, 2)
+    assert [j.name for j in model.joints] == ["finger1", "finger2"]
+
+
+def test_mimic_joints_match_pinocchio_default():
+    pin = pytest.importorskip("pinocchio")
+    with pytest.warns(URDFWarning):
+        model = casrbd.load_urdf(MIMIC)
+    compare_with_pinocchio(pin, model, pin.buildModelFromXML(MIMIC))
