@@ -228,9 +228,12 @@ def _external_forces(model, fname, f_ext):
     return F
 
 
-def _numeric(x):
+VECTORS = ("tau", "nle", "g", "a", "q_next", "dq")  # outputs returned as 1-D arrays
+
+
+def _numeric(x, name):
     a = np.array(x.full() if isinstance(x, ca.DM) else x)
-    return a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+    return a[:, 0] if name in VECTORS else a
 
 
 def evaluate(name, model, *args, f_ext=None, **options):
@@ -246,7 +249,7 @@ def evaluate(name, model, *args, f_ext=None, **options):
         fun = function(model, name, f_ext=f_ext is not None, **options)
         outs = fun(*args, *([] if f_ext is None else [f_ext.T]))
         outs = outs if isinstance(outs, tuple) else (outs,)
-        outs = tuple(_numeric(o) for o in outs)
+        outs = tuple(_numeric(o, n) for o, n in zip(outs, spec.outputs))
         return outs if len(outs) > 1 else outs[0]
     types = {type(x) for x in args if _is_symbolic(x)} | {type(f) for f in (f_ext or []) if _is_symbolic(f)}
     if len(types) > 1:

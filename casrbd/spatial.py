@@ -200,7 +200,8 @@ def exp3_quaternion(w):
     t = ca.sumsqr(w)
     th = ca.sqrt(t)
     s = _small(t, ca.sin(th / 2) / th, 0.5 - t / 48 + t * t / 3840)
-    return ca.vertcat(s * w, ca.cos(th / 2))
+    # the series also for cos: d sqrt(t)/dt is infinite at t = 0
+    return ca.vertcat(s * w, _small(t, ca.cos(th / 2), 1 - t / 8 + t * t / 384))
 
 
 def _rodrigues_coefficients(t):
@@ -222,8 +223,9 @@ def log3_quaternion(quat):
     v, w = quat[:3], quat[3]
     sign = ca.if_else(w < 0, -1, 1)
     aw = sign * w
-    s = ca.norm_2(v)
-    k = _small(s * s, 2 * ca.atan2(s, aw) / s, 2 / aw - 2 * s * s / (3 * aw ** 3), tol=1e-12)
+    s2 = ca.sumsqr(v)
+    s = ca.sqrt(s2)
+    k = _small(s2, 2 * ca.atan2(s, aw) / s, 2 / aw - 2 * s2 / (3 * aw ** 3), tol=1e-12)
     return sign * k * v
 
 
@@ -253,6 +255,7 @@ def spd_solve(D, B):
 
     Written on entries so that SX, MX and DM expand alike (casadi's own
     linear solvers differ per type), and 1-dof joints get a plain division."""
+    D, B = ca.DM(D) if isinstance(D, np.ndarray) else D, ca.DM(B) if isinstance(B, np.ndarray) else B
     n = D.shape[0]
     if n == 1:
         return B / D[0, 0]
