@@ -94,3 +94,11 @@ def synthetic_robot(request):
 def urdf_robot(request):
     """The URDF robots (arm7 and the example-robot-data robots)."""
     return get_model(request.param)
+
+
+def scale_normalized(model, q, factor):
+    """q with every quaternion and planar (cos, sin) pair multiplied by ``factor``."""
+    q = np.array(q, dtype=float)
+    for joint in model.joints:
+        q[joint.idx_q + joint.normalized.start:joint.idx_q + joint.normalized.stop] *= factor
+    return q

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import casrbd
-from conftest import get_model, rel_err
+from conftest import get_model, rel_err, scale_normalized
 
 pin = pytest.importorskip("pinocchio")
 from oracle import Oracle  # noqa: E402  (needs pinocchio)
@@ -145,12 +145,7 @@ def test_integrate_difference_normalize(case):
     for _ in range(N):
         q0, q1 = casrbd.random_configuration(model, rng), casrbd.random_configuration(model, rng)
         v = rng.normal(size=model.nv)
-        scaled = []
-        for q, factor in ((q0, 3.7), (q1, 0.25)):
-            q = np.array(q)
-            for j in model.joints:
-                q[j.idx_q + j.normalized.start:j.idx_q + j.normalized.stop] *= factor
-            scaled.append(q)
+        scaled = [scale_normalized(model, q0, 3.7), scale_normalized(model, q1, 0.25)]
         assert rel_err(casrbd.integrate(model, scaled[0], v), casrbd.integrate(model, q0, v)) < TOL
         assert rel_err(casrbd.difference(model, *scaled), casrbd.difference(model, q0, q1)) < TOL
 

@@ -19,7 +19,7 @@ import pytest
 
 import casrbd
 from casrbd.models import ALL_JOINT_TYPES, random_tree
-from conftest import get_model, random_state, rel_err
+from conftest import get_model, random_state, rel_err, scale_normalized
 
 TOL = 1e-10
 N_STATES = 5
@@ -34,23 +34,13 @@ VARIANTS = [("rnea", {"method": m}) for m in METHODS] + \
 VARIANT_IDS = [f"{f}-{'-'.join(o.values())}" for f, o in VARIANTS]
 
 
-def scale_normalized(model, q, factor=SCALE):
-    """q with every quaternion and planar (cos, sin) pair multiplied by ``factor``."""
-    q = np.array(q, dtype=float)
-    for joint in model.joints:
-        s = joint.normalized
-        if s.stop > s.start:
-            q[joint.idx_q + s.start:joint.idx_q + s.stop] *= factor
-    return q
-
-
 def states(model, seed):
     """N_STATES random (q, v, x, f_ext) with every normalised part of q of norm SCALE."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(N_STATES):
         q, v, x, F = random_state(model, rng)
-        out.append((scale_normalized(model, q), v, x, F))
+        out.append((scale_normalized(model, q, SCALE), v, x, F))
     return out
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import casrbd
-from conftest import ALL_ROBOTS, fresh_model, get_model, random_state, rel_err
+from conftest import ALL_ROBOTS, fresh_model, get_model, random_state, rel_err, scale_normalized
 
 pin = pytest.importorskip("pinocchio")
 from oracle import Oracle, symmetrize_upper  # noqa: E402  (needs pinocchio)
@@ -204,32 +204,19 @@ def test_central_differences_helper_steps_on_the_manifold():
 
 @WITH_F_EXT
 @pytest.mark.parametrize("method", ALL_METHODS)
-def test_rnea_derivatives_match_finite_differences(case, method, with_f_ext):
+@pytest.mark.parametrize("dynamics", ["rnea", "aba"])
+def test_derivatives_match_finite_differences(case, method, with_f_ext, dynamics):
     m = case.model
+    derivatives = getattr(casrbd, f"{dynamics}_derivatives")
     errs_q, errs_v = [], []
-    for q, v, a, F in case.states:
+    for q, v, x, F in case.states:
         F = case.forces(F, with_f_ext)
-        dq, dv, _ = casrbd.rnea_derivatives(m, q, v, a, F, method=method)
-        fd_q, fd_v = central_differences(m, "rnea", q, v, a, F)
+        dq, dv, _ = derivatives(m, q, v, x, F, method=method)
+        fd_q, fd_v = central_differences(m, dynamics, q, v, x, F)
         errs_q.append(rel_err(fd_q, dq))
         errs_v.append(rel_err(fd_v, dv))
-    assert_below(errs_q, FD_TOL, f"{case.name} {method} dtau_dq vs finite differences")
-    assert_below(errs_v, FD_TOL, f"{case.name} {method} dtau_dv vs finite differences")
-
-
-@WITH_F_EXT
-@pytest.mark.parametrize("method", ALL_METHODS)
-def test_aba_derivatives_match_finite_differences(case, method, with_f_ext):
-    m = case.model
-    errs_q, errs_v = [], []
-    for q, v, tau, F in case.states:
-        F = case.forces(F, with_f_ext)
-        dq, dv, _ = casrbd.aba_derivatives(m, q, v, tau, F, method=method)
-        fd_q, fd_v = central_differences(m, "aba", q, v, tau, F)
-        errs_q.append(rel_err(fd_q, dq))
-        errs_v.append(rel_err(fd_v, dv))
-    assert_below(errs_q, FD_TOL, f"{case.name} {method} da_dq vs finite differences")
-    assert_below(errs_v, FD_TOL, f"{case.name} {method} da_dv vs finite differences")
+    assert_below(errs_q, FD_TOL, f"{case.name} {method} {dynamics} d/dq vs finite differences")
+    assert_below(errs_v, FD_TOL, f"{case.name} {method} {dynamics} d/dv vs finite differences")
 
 
 # ---------------------------------------------------------------- identities
@@ -288,7 +275,7 @@ def test_derivatives_do_not_depend_on_the_norm_of_quaternions():
     rng = np.random.default_rng(5)
     for _ in range(5):
         q, v, a, F = random_state(m, rng)
-        q2 = _scale_normalized(m, q, 1.3)
+        q2 = scale_normalized(m, q, 1.3)
         assert np.max(np.abs(q2 - q)) > 0.05
         for method in METHODS:
             for x, y in zip(casrbd.rnea_derivatives(m, q2, v, a, F, method=method),
@@ -297,16 +284,6 @@ def test_derivatives_do_not_depend_on_the_norm_of_quaternions():
             for x, y in zip(casrbd.aba_derivatives(m, q2, v, a, F, method=method),
                             casrbd.aba_derivatives(m, q, v, a, F, method=method)):
                 assert rel_err(x, y) < IDENTITY_TOL
-
-
-def _scale_normalized(model, q, factor):
-    """q with every quaternion and planar (cos, sin) pair multiplied by ``factor``."""
-    q = np.array(q, dtype=float)
-    for joint in model.joints:
-        s = joint.normalized
-        if s.stop > s.start:
-            q[joint.idx_q + s.start:joint.idx_q + s.stop] *= factor
-    return q
 
 
 # ---------------------------------------------------------------- SX and MX Functions

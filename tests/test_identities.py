@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import casrbd
 from casrbd.models import ALL_JOINT_TYPES, random_tree
-from conftest import ALL_ROBOTS, get_model, random_state, rel_err
+from conftest import ALL_ROBOTS, get_model, random_state, rel_err, scale_normalized
 
 N_STATES = 10
 TOL = 1e-10
@@ -156,15 +156,6 @@ def test_kinetic_energy_sums_over_bodies(case):
             vi = casrbd.frame_jacobian(m, q, k, "local") @ v
             body_energies += 0.5 * vi @ spatial_inertia(joint.inertia) @ vi
         assert rel_err(0.5 * v @ casrbd.crba(m, q) @ v, body_energies) < TOL
-
-
-def scale_normalized(model, q, factor):
-    """q with every quaternion and planar (cos, sin) multiplied by ``factor``."""
-    q = np.array(q, dtype=float)
-    for i, joint in enumerate(model.joints):
-        start = joint.idx_q
-        q[start + joint.normalized.start:start + joint.normalized.stop] *= factor
-    return q
 
 
 def test_normalization_invariance(case):
