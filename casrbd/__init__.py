@@ -1,7 +1,8 @@
 """casrbd: rigid-body dynamics as casadi expression graphs."""
 from .api import (aba, aba_derivatives, crba, difference, forward_kinematics, frame_jacobian, frame_placement,
-                  function, generalized_gravity, integrate, kinematics_derivatives, minverse, neutral,
+                  generalized_gravity, integrate, kinematics_derivatives, minverse, neutral,
                   nonlinear_effects, random_configuration, rnea, rnea_derivatives)
+from .functions import function
 from .model import Frame, Model
 from .spatial import SE3, Inertia
 from .urdf import URDFError, URDFWarning, load_urdf

@@ -13,7 +13,8 @@ import timeit
 
 import numpy as np
 
-from .api import difference, function, integrate, random_configuration
+from .api import difference, integrate, random_configuration
+from .functions import function
 from .models import DEFAULT_ROBOT, load_robot
 
 CORE_FUNCTIONS = ("rnea", "nonlinear_effects", "generalized_gravity", "crba", "aba", "minverse")

@@ -1,6 +1,6 @@
 """The README quickstart: load a URDF, build aba as a casadi Function, evaluate it numerically and symbolically."""
 import casadi as ca, numpy as np, casrbd
-from casrbd.models import load_robot, robot_path
+from casrbd.models import robot_path
 
 model = casrbd.load_urdf(robot_path("arm7")[0])      # any URDF path or XML string
 aba = casrbd.function(model, "aba")                  # casadi Function (q, v, tau) -> a, built once, cached
