@@ -14,7 +14,7 @@ import numpy as np
 
 from .joints import JOINT_TYPES
 from .model import Frame, Model
-from .spatial import SE3, Inertia
+from .spatial import SE3, Inertia, quaternion_matrix
 from .urdf import load_urdf
 
 SHIPPED = ("arm7",)
@@ -83,12 +83,7 @@ def random_inertia(rng):
 
 
 def _random_rotation(rng):
-    x, y, z, w = rng.normal(size=4) / 1.0
-    n = np.sqrt(x * x + y * y + z * z + w * w)
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return np.array(quaternion_matrix(rng.normal(size=4)))
 
 
 def random_tree(n_bodies, joint_types=ALL_JOINT_TYPES, branching=1, seed=0, name=None):

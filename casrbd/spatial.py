@@ -233,11 +233,10 @@ def se3_exp(nu):
     """exp of the twist nu = [v; w]: (R, p) of the placement reached after unit time."""
     v, w = lin(nu), ang(nu)
     t = ca.sumsqr(w)
-    th, a, b = _rodrigues_coefficients(t)
+    th, _, b = _rodrigues_coefficients(t)
     c = _small(t, (th - ca.sin(th)) / (t * th), 1.0 / 6 - t / 120 + t * t / 5040)
     W = skew(w)
-    W2 = ca.mtimes(W, W)
-    return ca.DM.eye(3) + a * W + b * W2, ca.mtimes(ca.DM.eye(3) + b * W + c * W2, v)
+    return exp3(w), ca.mtimes(ca.DM.eye(3) + b * W + c * ca.mtimes(W, W), v)
 
 
 def se3_log_translation(w, p):

@@ -56,27 +56,24 @@ class Case:
     def forces(self, F, with_f_ext):
         return F if with_f_ext else None
 
-    def pin_rnea_derivatives(self, k, with_f_ext):
-        """Pinocchio's (dtau_dq, dtau_dv, M) at state k, in casrbd's order."""
-        key = ("rnea", k, with_f_ext)
+    def pin_derivatives(self, dynamics, k, with_f_ext):
+        """Pinocchio's derivatives of "rnea" (dtau_dq, dtau_dv, M) or "aba" (da_dq, da_dv, Minv)
+        at state k, in casrbd's order."""
+        key = (dynamics, k, with_f_ext)
         if key not in self._pin:
             o = self.oracle
-            q, v, a, F = self.states[k]
-            args = (o.pmodel, o.data, o.q(q), o.v(v), o.v(a)) + ((o.f_ext(F),) if with_f_ext else ())
-            dq, dv, da = (np.array(x) for x in pin.computeRNEADerivatives(*args))
-            self._pin[key] = (o.from_vv(dq), o.from_vv(dv), o.from_vv(symmetrize_upper(da)))
+            q, v, x, F = self.states[k]
+            args = (o.pmodel, o.data, o.q(q), o.v(v), o.v(x)) + ((o.f_ext(F),) if with_f_ext else ())
+            compute = pin.computeRNEADerivatives if dynamics == "rnea" else pin.computeABADerivatives
+            dq, dv, dx = (np.array(x) for x in compute(*args))
+            self._pin[key] = (o.from_vv(dq), o.from_vv(dv), o.from_vv(symmetrize_upper(dx)))
         return self._pin[key]
 
+    def pin_rnea_derivatives(self, k, with_f_ext):
+        return self.pin_derivatives("rnea", k, with_f_ext)
+
     def pin_aba_derivatives(self, k, with_f_ext):
-        """Pinocchio's (da_dq, da_dv, Minv) at state k (the last argument is tau), in casrbd's order."""
-        key = ("aba", k, with_f_ext)
-        if key not in self._pin:
-            o = self.oracle
-            q, v, tau, F = self.states[k]
-            args = (o.pmodel, o.data, o.q(q), o.v(v), o.v(tau)) + ((o.f_ext(F),) if with_f_ext else ())
-            dq, dv, dtau = (np.array(x) for x in pin.computeABADerivatives(*args))
-            self._pin[key] = (o.from_vv(dq), o.from_vv(dv), o.from_vv(symmetrize_upper(dtau)))
-        return self._pin[key]
+        return self.pin_derivatives("aba", k, with_f_ext)
 
 
 @pytest.fixture(scope="module", params=ALL_ROBOTS)

@@ -15,7 +15,7 @@ from .minverse import articulated_inertias, minv_product
 PRODUCTS = ("dmm", "aza")
 
 
-def aba_derivatives(model, q, v, tau, f_ext=None, id_derivatives=None, product="dmm"):
+def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="dmm"):
     """(da/dq, da/dqd, da/dtau = M^-1); ``id_derivatives`` is an ID-derivative algorithm."""
     a = aba(model, q, v, tau, f_ext)
     dtau_dq, dtau_dv, _ = id_derivatives(model, q, v, a, f_ext)

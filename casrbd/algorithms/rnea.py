@@ -19,7 +19,6 @@ from .kinematics import joint_placements
 
 class ForwardPass(NamedTuple):
     liMi: list
-    oMi: list
     vJ: list
     v: list
     a: list
@@ -35,7 +34,7 @@ def forward_pass(model, q, v, a, f_ext=None, a0=None):
     """Lines 1-12 of Algorithm 1: body velocities, accelerations and forces.
 
     ``a0`` defaults to -a_g; kinematics pass zero to get accelerations without gravity."""
-    liMi, oMi = joint_placements(model, q)
+    liMi, _ = joint_placements(model, q)
     a0 = base_acceleration(model) if a0 is None else a0
     vJs, vs, as_, fs = [], [], [], []
     for i, joint in enumerate(model.joints):
@@ -51,7 +50,7 @@ def forward_pass(model, q, v, a, f_ext=None, a0=None):
         vs.append(vi)
         as_.append(ai)
         fs.append(fi)
-    return ForwardPass(liMi, oMi, vJs, vs, as_, fs)
+    return ForwardPass(liMi, vJs, vs, as_, fs)
 
 
 def rnea(model, q, v, a, f_ext=None):
