@@ -1,0 +1,130 @@
+"""C timing harness for generated code.
+
+A casadi Function's Python call costs several microseconds, more than the
+work of a compiled RNEA, so compiled code is timed from C: ``time_c``
+generates the Function's C file, compiles it to an object (the gcc time
+reported), links it with a small driver that reads the inputs from a file,
+calibrates the number of calls per batch to about ``batch_seconds``, and
+prints the time per call of each of ``repeat`` batches. Objects are cached
+by hash like ``casrbd.codegen``'s libraries.
+"""
+import hashlib
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import casadi as ca
+import numpy as np
+
+from casrbd import codegen
+
+DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "NAME.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* casadi's compact sparsity: [nrow, ncol, 1] when dense, else [nrow, ncol, colind..., row...] */
+static casadi_int nnz(const casadi_int *sp) { return sp[2] == 1 ? sp[0] * sp[1] : sp[2 + sp[1]]; }
+
+int main(int argc, char **argv) {
+  casadi_int n_in = FUN_n_in(), n_out = FUN_n_out(), sz_arg, sz_res, sz_iw, sz_w, i, k;
+  FUN_work(&sz_arg, &sz_res, &sz_iw, &sz_w);
+  const casadi_real **arg = malloc(sizeof(casadi_real *) * sz_arg);
+  casadi_real **res = malloc(sizeof(casadi_real *) * sz_res);
+  casadi_int *iw = malloc(sizeof(casadi_int) * (sz_iw + 1));
+  casadi_real *w = malloc(sizeof(casadi_real) * (sz_w + 1));
+  FILE *f = fopen(argv[1], "rb");
+  for (i = 0; i < n_in; ++i) {
+    casadi_real *x = malloc(sizeof(casadi_real) * (nnz(FUN_sparsity_in(i)) + 1));
+    if (fread(x, sizeof(casadi_real), nnz(FUN_sparsity_in(i)), f) != (size_t)nnz(FUN_sparsity_in(i))) return 2;
+    arg[i] = x;
+  }
+  fclose(f);
+  for (i = 0; i < n_out; ++i) res[i] = malloc(sizeof(casadi_real) * (nnz(FUN_sparsity_out(i)) + 1));
+  int repeat = atoi(argv[2]);
+  double batch = atof(argv[3]), sink = 0, *t = malloc(sizeof(double) * repeat);
+  long calls = 1;
+  for (;;) {  /* calibrate: double the calls until a batch lasts `batch` seconds */
+    double t0 = now();
+    for (k = 0; k < calls; ++k) FUN(arg, res, iw, w, 0);
+    if (now() - t0 > batch) break;
+    calls *= 2;
+  }
+  for (i = 0; i < repeat; ++i) {
+    double t0 = now();
+    for (k = 0; k < calls; ++k) { FUN(arg, res, iw, w, 0); sink += res[0][0]; }
+    t[i] = (now() - t0) / calls;
+  }
+  qsort(t, repeat, sizeof(double), cmp);
+  printf("%.6e %.6e %ld %g\n", t[0], t[repeat / 2], calls, sink);
+  for (i = 0; i < n_out; ++i) {  /* the outputs, to check them against casadi's VM */
+    for (k = 0; k < nnz(FUN_sparsity_out(i)); ++k) printf("%.17g ", res[i][k]);
+    printf("\n");
+  }
+  return 0;
+}
+"""
+
+
+class Timing(NamedTuple):
+    min: float          # seconds per call, fastest batch
+    median: float       # seconds per call, median batch
+    calls: int          # calls per batch
+    gcc_seconds: float  # compile time of the generated code (0 when cached)
+    outputs: list       # the outputs of the compiled call, nonzeros per output
+
+
+def compile_object(fun, flags=codegen.DEFAULT_FLAGS, build=None):
+    """The Function's generated C compiled to ``NAME.o``; (directory, gcc seconds or 0 when cached)."""
+    name = fun.name()
+    compiler = codegen.find_compiler()
+    key = hashlib.sha256("\0".join([ca.__version__, compiler, *flags, fun.serialize()]).encode()).hexdigest()[:20]
+    build = Path(build or codegen.cache_dir() / "bench" / f"{name}-{key}")
+    obj = build / f"{name}.o"
+    if obj.exists():
+        return build, 0.0
+    source, _ = codegen.generate([fun], build, name)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=build) as tmp:
+        partial = Path(tmp) / obj.name
+        subprocess.run([compiler, *flags, "-c", str(source), "-o", str(partial)], check=True)
+        partial.replace(obj)
+    return build, time.perf_counter() - start
+
+
+def time_c(fun, inputs, flags=codegen.DEFAULT_FLAGS, repeat=15, batch_seconds=0.02):
+    """Time one call of the compiled Function on numeric ``inputs`` (dense, one per Function input)."""
+    build, gcc_seconds = compile_object(fun, flags)
+    name = fun.name()
+    exe = build / "driver"
+    if not exe.exists():
+        driver = build / "driver.c"
+        driver.write_text(DRIVER.replace("NAME", name).replace("FUN", name))
+        subprocess.run([codegen.find_compiler(), "-O2", "-I", str(build), str(driver), str(build / f"{name}.o"),
+                        "-o", str(exe), "-lm"], check=True)
+    data = build / "inputs.bin"
+    values = [np.asarray(ca.DM(x).nonzeros() if isinstance(x, ca.DM) else np.ravel(x, order="F"), dtype=float)
+              for x in inputs]
+    for i, x in enumerate(values):
+        if x.size != fun.nnz_in(i):
+            raise ValueError(f"time_c: input {fun.name_in(i)!r} has {x.size} entries, expected {fun.nnz_in(i)}")
+    np.concatenate(values).astype("<f8").tofile(data)
+    out = subprocess.run([str(exe), str(data), str(repeat), str(batch_seconds)], check=True,
+                         capture_output=True, text=True).stdout.splitlines()
+    t_min, t_med, calls, _ = out[0].split()
+    outputs = [np.array(line.split(), dtype=float) for line in out[1:]]
+    return Timing(float(t_min), float(t_med), int(calls), gcc_seconds, outputs)
