@@ -40,6 +40,12 @@ def cross(a, B):
     return ca.mtimes(skew(a), B)
 
 
+def symmetric(A):
+    """The symmetric matrix with A's upper triangle: the lower entries are the same
+    expressions, so a product known to be symmetric is computed once per pair."""
+    return ca.triu(A) + ca.triu(A, False).T
+
+
 def motion_cross(v, m):
     """v x m: the motion cross product (Featherstone's crm(v) m)."""
     w = ang(v)
@@ -109,11 +115,13 @@ class SE3:
         """An inertia of frame B (an ``Inertia`` or a 6 x 6 matrix) expressed in A."""
         if isinstance(Y, Inertia):
             h = ca.mtimes(self.R, Y.h)
-            P, H = skew(self.p), skew(h)
-            I = ca.mtimes(ca.mtimes(self.R, Y.I), self.R.T) - ca.mtimes(P, H) - ca.mtimes(H, P) \
-                - Y.mass * ca.mtimes(P, P)
-            return Inertia(Y.mass, h + Y.mass * _col(self.p), I)
-        return self.act_force(self.act_force(Y).T).T
+            p = self.p if isinstance(self.p, (ca.SX, ca.MX, ca.DM)) else ca.DM(self.p)
+            # parallel axis: [p]x[h]x + [h]x[p]x + m [p]x[p]x = u p^T + p u^T - 2 (p.u) E, u = h + m p / 2
+            u = h + Y.mass / 2 * p
+            up = ca.mtimes(u, p.T)
+            I = ca.mtimes(ca.mtimes(self.R, Y.I), self.R.T) - up - up.T + 2 * ca.dot(p, u) * ca.DM.eye(3)
+            return Inertia(Y.mass, h + Y.mass * _col(self.p), symmetric(I))
+        return symmetric(self.act_force(self.act_force(Y).T).T)
 
     def homogeneous(self):
         return ca.vertcat(ca.horzcat(self.R, self.p), ca.DM([[0, 0, 0, 1]]))

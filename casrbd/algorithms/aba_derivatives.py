@@ -21,7 +21,7 @@ def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="dmm"):
     dtau_dq, dtau_dv, _ = id_derivatives(model, q, v, a, f_ext)
     liMi, _ = joint_placements(model, q)
     art = articulated_inertias(model, liMi)
-    Minv = minv_product(model, art, ca.DM.eye(model.nv), symmetric=True)
+    Minv = minv_product(model, art, ca.DM.eye(model.nv), upper=True)
     if product == "dmm":
         return -ca.mtimes(Minv, dtau_dq), -ca.mtimes(Minv, dtau_dv), Minv
     da = -minv_product(model, art, ca.horzcat(dtau_dq, dtau_dv))

@@ -5,18 +5,55 @@ Seed 004 (Singh, Russell & Wensing), Algorithm 1, from the closed forms
 frame. Glossary (code -> paper):
   oS        S_i (world)             Sd     S-dot_i = v_i x S_i
   Psid      Psi-dot_i = v_p x S_i   Psidd  Psi-ddot_i = a_p x S_i + v_p x Psi-dot_i
-  IC, BC2   I^C_i and 2 B^C_i, composite inertia and twice the body-level Coriolis matrix (28)
+  IC, BC2   I^C_i and 2 B^C_i, composite inertia and twice the body-level Coriolis matrix (28),
+            stored by its structure (``Coriolis2``)
   fC        f^C_i composite force (external forces included, which rotate with their body)
   t1 .. t4  the lines 13-16 temporaries, kept per joint for the subtree products;
             t1 also gives dtau/dqdd = M (M_ki = t1_k^T S_i), so no separate CRBA
 As in seed 003, dtau/dq is taken on the tangent space (q (+) delta).
 """
+from typing import NamedTuple
+
 import casadi as ca
 
-from ..spatial import force_bar_matrix, force_cross, motion_cross
+from ..spatial import ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
 from .crba import assemble
 from .kinematics import joint_placements
 from .rnea import base_acceleration
+
+
+class Coriolis2(NamedTuple):
+    """2 B = [[0, -2 [fl]x], [0, W - [fa]x]] with W symmetric (world frame, [linear; angular]).
+
+    For one body, 2 B = (v x*) I - I (v x) + (I v) x-bar* (eq. 28) with I v = [fl; fa]:
+    its lower-left block cancels to zero and its upper-right one to -2 [fl]x,
+    so 12 numbers (fl, fa and W's 6) replace 36, sums stay in this form, and
+    the products with S read only the blocks that are there."""
+    fl: object
+    fa: object
+    W: object
+
+    @staticmethod
+    def of_body(I, v):
+        vl, w = lin(v), ang(v)
+        f = I.act(v)
+        P = ca.mtimes(skew(w), I.I)                 # [w]x Ibar; Ibar [w]x = -P^T
+        hv = ca.mtimes(I.h, vl.T)                    # [vl]x [h]x + [h]x [vl]x = h vl^T + vl h^T - 2 (vl.h) E
+        W = symmetric(P + P.T - hv - hv.T + 2 * ca.dot(vl, I.h) * ca.DM.eye(3))
+        return Coriolis2(lin(f), ang(f), W)
+
+    def __add__(self, other):
+        return Coriolis2(self.fl + other.fl, self.fa + other.fa, self.W + other.W)
+
+    def times(self, S):
+        """2 B S."""
+        Sa = ang(S)
+        return ca.vertcat(-2 * cross(self.fl, Sa), ca.mtimes(self.W, Sa) - cross(self.fa, Sa))
+
+    def transpose_times(self, S):
+        """The angular rows of 2 B^T S (its linear rows are zero)."""
+        Sa = ang(S)
+        return 2 * cross(self.fl, lin(S)) + ca.mtimes(self.W, Sa) + cross(self.fa, Sa)
 
 
 def idsva(model, q, v, a, f_ext=None):
@@ -39,11 +76,8 @@ def idsva(model, q, v, a, f_ext=None):
         Psidd[i] = motion_cross(a_p, oS[i]) + motion_cross(v_p, Psid[i])
         I = oMi[i].act_inertia(joint.inertia)
         IC[i] = I
-        h = I.act(ov[i])
-        # line 9, 2 B = (v x*) I - I (v x) + (I v) x-bar*, where -I (v x) = ((v x*) I)^T
-        A = force_cross(ov[i], I.matrix())
-        BC2[i] = A + A.T + force_bar_matrix(h)
-        fC[i] = I.act(oa[i]) + force_cross(ov[i], h)
+        BC2[i] = Coriolis2.of_body(I, ov[i])  # line 9
+        fC[i] = I.act(oa[i]) + force_cross(ov[i], I.act(ov[i]))
         if f_ext is not None:
             fC[i] = fC[i] - oMi[i].act_force(f_ext[i])
     # backward pass, lines 12-25
@@ -52,16 +86,16 @@ def idsva(model, q, v, a, f_ext=None):
     for i in reversed(range(n)):
         S, B2 = oS[i], BC2[i]
         t1[i] = IC[i].act(S)
-        t2[i] = ca.mtimes(B2, S) + IC[i].act(Sd[i] + Psid[i])
-        t3[i] = ca.mtimes(B2, Psid[i]) + IC[i].act(Psidd[i]) + ca.mtimes(force_bar_matrix(fC[i]), S)
-        t4[i] = ca.mtimes(B2.T, S)
+        t2[i] = B2.times(S) + IC[i].act(Sd[i] + Psid[i])
+        t3[i] = B2.times(Psid[i]) + IC[i].act(Psidd[i]) + ca.mtimes(force_bar_matrix(fC[i]), S)
+        t4[i] = B2.transpose_times(S)  # angular rows only
         for k in model.subtree[i]:
             if k != i:  # lines 17-18: row i, columns of the strict subtree
                 dq[i, k] = ca.mtimes(S.T, t3[k])
                 dv[i, k] = ca.mtimes(S.T, t2[k])
             # lines 19-20: rows of the subtree, column i
-            dq[k, i] = ca.mtimes(t4[k].T, Psid[i]) + ca.mtimes(t1[k].T, Psidd[i])
-            dv[k, i] = ca.mtimes(t4[k].T, S) + ca.mtimes(t1[k].T, Sd[i] + Psid[i])
+            dq[k, i] = ca.mtimes(t4[k].T, ang(Psid[i])) + ca.mtimes(t1[k].T, Psidd[i])
+            dv[k, i] = ca.mtimes(t4[k].T, ang(S)) + ca.mtimes(t1[k].T, Sd[i] + Psid[i])
             # and the joint-space inertia matrix, as the CRBA in world frame: M_ki = (I^C_k S_k)^T S_i
             M[k, i] = ca.mtimes(t1[k].T, S)
             M[i, k] = M[k, i].T

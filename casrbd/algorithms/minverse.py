@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import casadi as ca
 
-from ..spatial import spd_solve
+from ..spatial import spd_solve, symmetric
 from .kinematics import joint_placements
 
 
@@ -36,15 +36,15 @@ def articulated_inertias(model, liMi):
         D[i] = ca.mtimes(joint.S.T, U[i])
         UDinv[i] = spd_solve(D[i], U[i].T).T
         if joint.parent >= 0:
-            Ia[i] = IA[i] - ca.mtimes(UDinv[i], U[i].T)
+            Ia[i] = symmetric(IA[i] - ca.mtimes(UDinv[i], U[i].T))
             IA[joint.parent] = IA[joint.parent] + liMi[i].act_inertia(Ia[i])
     return Articulated(liMi, U, D, UDinv, Ia)
 
 
-def minv_product(model, art, B, symmetric=False):
+def minv_product(model, art, B, upper=False):
     """M^-1 B for an nv x m matrix B, by passes 2 and 3 of ABA with v = 0, a_g = 0.
 
-    ``symmetric``: B is the identity, so only the upper triangle is computed
+    ``upper``: B is the identity, so only the upper triangle is computed
     (rows of joint i on columns idx_v(i) on, since in tree order a subtree
     follows its root) and mirrored."""
     n, m = model.njoints, B.shape[1]
@@ -56,16 +56,16 @@ def minv_product(model, art, B, symmetric=False):
         if joint.parent >= 0:
             P[joint.parent] = P[joint.parent] + art.liMi[i].act_force(P[i] + ca.mtimes(art.UDinv[i], u[i]))
     A, rows = [None] * n, [None] * n
-    first = [j.idx_v if symmetric else 0 for j in model.joints]
+    first = [j.idx_v if upper else 0 for j in model.joints]
     for i, joint in enumerate(model.joints):
         p = joint.parent
         Ai = ca.DM(6, m - first[i]) if p < 0 else art.liMi[i].inv_act_motion(A[p][:, first[i] - first[p]:])
         rows[i] = spd_solve(art.D[i], u[i][:, first[i]:] - ca.mtimes(art.U[i].T, Ai))
         A[i] = Ai + ca.mtimes(joint.S, rows[i])
     X = ca.vertcat(*[ca.horzcat(ca.DM(j.nv, first[i]), rows[i]) for i, j in enumerate(model.joints)])
-    return ca.triu(X) + ca.triu(X, False).T if symmetric else X
+    return symmetric(X) if upper else X
 
 
 def minverse(model, q):
     liMi, _ = joint_placements(model, q)
-    return minv_product(model, articulated_inertias(model, liMi), ca.DM.eye(model.nv), symmetric=True)
+    return minv_product(model, articulated_inertias(model, liMi), ca.DM.eye(model.nv), upper=True)
