@@ -153,11 +153,11 @@ def test_two_models_load_side_by_side_and_link_into_one_program(tmp_path):
 def test_second_call_loads_from_the_cache(cache, monkeypatch, capfd):
     f = casrbd.function(ARM7, "rnea")
     monkeypatch.setattr(codegen, "PROGRESS_SECONDS", 0.01)
-    first = codegen.compile_functions(f, verbose=True)   # default flags, -O3
+    first = codegen.compile_functions(f, verbose=True)   # default flags
     err = capfd.readouterr().err
     assert first.compile_seconds > 0
     # what it compiles, how, progress while it compiles, and how long it took
-    assert re.search(rf"compiling {f.name()} .* -O3 ...\n(casrbd.codegen: \.\.\. \d+ s\n)+"
+    assert re.search(rf"compiling {f.name()} .* {' '.join(codegen.DEFAULT_FLAGS)} ...\n(casrbd.codegen: \.\.\. \d+ s\n)+"
                      rf"casrbd.codegen: compiled {f.name()} .* in {first.compile_seconds:.1f} s\n", err), err
     start = time.perf_counter()
     second = codegen.compile_functions(f)
