@@ -6,7 +6,8 @@ generates the Function's C file, compiles it to an object (the gcc time
 reported), links it with a small driver that reads the inputs from a file,
 calibrates the number of calls per batch to about ``batch_seconds``, and
 prints the time per call of each of ``repeat`` batches. Objects are cached
-by hash like ``casrbd.codegen``'s libraries.
+by hash like ``casrbd.codegen``'s libraries, with the seconds gcc took to
+build them, so a resumed benchmark still reports every compile time.
 """
 import hashlib
 import subprocess
@@ -84,31 +85,35 @@ class Timing(NamedTuple):
     min: float          # seconds per call, fastest batch
     median: float       # seconds per call, median batch
     calls: int          # calls per batch
-    gcc_seconds: float  # compile time of the generated code (0 when cached)
+    gcc_seconds: float  # compile time of the generated code (measured when it was compiled)
+    cached: bool        # the object was compiled by an earlier run
     outputs: list       # the outputs of the compiled call, nonzeros per output
 
 
 def compile_object(fun, flags=codegen.DEFAULT_FLAGS, build=None):
-    """The Function's generated C compiled to ``NAME.o``; (directory, gcc seconds or 0 when cached)."""
+    """The Function's generated C compiled to ``NAME.o``; (directory, gcc seconds, cached)."""
     name = fun.name()
     compiler = codegen.find_compiler()
     key = hashlib.sha256("\0".join([ca.__version__, compiler, *flags, fun.serialize()]).encode()).hexdigest()[:20]
     build = Path(build or codegen.cache_dir() / "bench" / f"{name}-{key}")
     obj = build / f"{name}.o"
-    if obj.exists():
-        return build, 0.0
+    seconds_file = build / "gcc_seconds"
+    if obj.exists() and seconds_file.exists():
+        return build, float(seconds_file.read_text()), True
     source, _ = codegen.generate([fun], build, name)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=build) as tmp:
         partial = Path(tmp) / obj.name
         subprocess.run([compiler, *flags, "-c", str(source), "-o", str(partial)], check=True)
+        seconds = time.perf_counter() - start
         partial.replace(obj)
-    return build, time.perf_counter() - start
+    seconds_file.write_text(repr(seconds))
+    return build, seconds, False
 
 
 def time_c(fun, inputs, flags=codegen.DEFAULT_FLAGS, repeat=15, batch_seconds=0.02):
     """Time one call of the compiled Function on numeric ``inputs`` (dense, one per Function input)."""
-    build, gcc_seconds = compile_object(fun, flags)
+    build, gcc_seconds, cached = compile_object(fun, flags)
     name = fun.name()
     exe = build / "driver"
     if not exe.exists():
@@ -127,4 +132,4 @@ def time_c(fun, inputs, flags=codegen.DEFAULT_FLAGS, repeat=15, batch_seconds=0.
                          capture_output=True, text=True).stdout.splitlines()
     t_min, t_med, calls, _ = out[0].split()
     outputs = [np.array(line.split(), dtype=float) for line in out[1:]]
-    return Timing(float(t_min), float(t_med), int(calls), gcc_seconds, outputs)
+    return Timing(float(t_min), float(t_med), int(calls), gcc_seconds, cached, outputs)
