@@ -1,0 +1,221 @@
+"""Small helpers for optimal control with casrbd Functions in casadi Opti.
+
+Only what every example in ``examples/`` would otherwise repeat: the
+dynamics Function with analytical or AD Jacobians (optionally compiled to
+C), explicit RK4 and implicit-Euler transcriptions of forward dynamics, the
+Euler state update on the configuration manifold, IPOPT options and the
+solver statistics. The problems themselves stay plain casadi.
+
+The analytical Jacobian of ``casrbd.function(..., jacobian="analytical")``
+takes effect where casadi differentiates a *call* of the Function, that is
+inside MX graphs (Opti builds MX): build transcription Functions from MX
+symbols, since an SX graph inlines the call and differentiates it by AD.
+"""
+import numbers
+
+import casadi as ca
+import numpy as np
+
+from . import codegen
+from .functions import function
+
+JACOBIANS = ("analytical", "ad")
+HESSIANS = ("exact", "limited-memory")
+DYNAMICS = ("aba", "rnea")
+COMPILE_FLAGS = ("-O1",)
+
+
+def _choice(arg, value, valid):
+    if value not in valid:
+        raise ValueError(f"{arg} must be one of {', '.join(map(repr, valid))}, got {value!r}")
+    return value
+
+
+def dynamics(model, name="aba", jacobian="analytical", compiled=False, f_ext=False, hessian="exact",
+             flags=COMPILE_FLAGS, **options):
+    """The forward (``"aba"``) or inverse (``"rnea"``) dynamics Function for MX graphs.
+
+    ``jacobian="analytical"``: casadi's Jacobian of a call is the analytical
+    one (``options``, e.g. ``method="idsva"``, pick it); ``"ad"``: casadi
+    differentiates the Function's graph. ``compiled=True`` exports C through
+    ``casrbd.codegen`` and loads it back; a compiled Function cannot be
+    differentiated by casadi, so the library carries the Jacobian
+    ``jac_<name>`` (analytical, or AD's) and, for ``hessian="exact"``, its
+    Jacobian ``jac_jac_<name>`` by AD, which IPOPT's exact Hessian needs.
+    ``flags``: the C compiler's (``COMPILE_FLAGS``: -O1, since the Jacobian of
+    the Jacobian has 1e5 to 1e6 instructions and -O3 takes minutes on it).
+    """
+    _choice("name", name, DYNAMICS)
+    _choice("jacobian", jacobian, JACOBIANS)
+    _choice("hessian", hessian, HESSIANS)
+    if jacobian == "ad" and options:
+        raise TypeError(f"options {sorted(options)} select an analytical Jacobian; jacobian='ad' takes none")
+    f = function(model, name, symbolic="SX", f_ext=f_ext, jacobian=jacobian, **options)
+    if not compiled:
+        return f
+    # jac_<name>: the custom Jacobian, which codegen ships with f, or AD's, which must be passed
+    jac = f.jacobian()
+    functions = [f] + ([jac] if jacobian == "ad" else []) + ([jac.jacobian()] if hessian == "exact" else [])
+    lib = codegen.compile_functions(functions, name=f.name() + ("_h" if hessian == "exact" else "_j"), flags=flags)
+    return lib[f.name()]
+
+
+def forward_dynamics_ode(model, fd):
+    """(x, u) -> dx/dt = [v; fd(q, v, u)] for x = [q; v]; needs nq == nv (no quaternions),
+    since then dq/dt = v. Use ``euler_step`` on a manifold."""
+    if model.nq != model.nv:
+        raise ValueError(f"model {model.name!r} has nq = {model.nq} != nv = {model.nv}: its configuration "
+                         f"is not a vector space; integrate it with euler_step")
+    nq = model.nq
+    return lambda x, u: ca.vertcat(x[nq:], fd(x[:nq], x[nq:], u))
+
+
+def _check_dt(dt):
+    if isinstance(dt, numbers.Real) and not dt > 0:
+        raise ValueError(f"dt must be positive, got {dt!r}")
+
+
+def rk4(ode, x, u, dt):
+    """One explicit Runge-Kutta-4 step of dx/dt = ode(x, u), u held over the step."""
+    _check_dt(dt)
+    k1 = ode(x, u)
+    k2 = ode(x + dt / 2 * k1, u)
+    k3 = ode(x + dt / 2 * k2, u)
+    k4 = ode(x + dt * k3, u)
+    return x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
+def implicit_euler_residual(ode, x0, x1, u, dt):
+    """x1 - x0 - dt * ode(x1, u): zero exactly when x1 is the implicit-Euler step from x0."""
+    _check_dt(dt)
+    return x1 - x0 - dt * ode(x1, u)
+
+
+def euler_step(model, q, v, a, dt):
+    """(q (+) v dt, v + a dt): explicit Euler on the configuration manifold, so that the
+    quaternions of q stay unit quaternions (``integrate`` normalises and rotates them)."""
+    _check_dt(dt)
+    return function(model, "integrate")(q, v * dt), v + a * dt
+
+
+def solver_options(hessian="exact", warm_start=False, verbose=False, **ipopt):
+    """Options for ``opti.solver("ipopt", ...)``; ``ipopt`` adds IPOPT options by name.
+
+    ``warm_start``: start from the given primal and dual values (for MPC)."""
+    _choice("hessian", hessian, HESSIANS)
+    opts = {"record_time": True, "print_time": False, "ipopt.hessian_approximation": hessian,
+            "ipopt.print_level": 5 if verbose else 0, "ipopt.sb": "yes"}
+    if warm_start:
+        # small pushes off the bounds keep the warm start where the last solution was
+        opts.update({"ipopt.warm_start_init_point": "yes", "ipopt.mu_init": 1e-6,
+                     "ipopt.warm_start_bound_push": 1e-9, "ipopt.warm_start_bound_frac": 1e-9,
+                     "ipopt.warm_start_slack_bound_push": 1e-9, "ipopt.warm_start_slack_bound_frac": 1e-9,
+                     "ipopt.warm_start_mult_bound_push": 1e-9})
+    opts.update({"ipopt." + k: v for k, v in ipopt.items()})
+    return opts
+
+
+STAT_FIELDS = {  # name -> key of casadi's nlpsol stats: wall times (t_) and the process's CPU times (cpu_), in s
+    "t_total": "t_wall_total", "t_f": "t_wall_nlp_f", "t_g": "t_wall_nlp_g", "t_grad_f": "t_wall_nlp_grad_f",
+    "t_jac_g": "t_wall_nlp_jac_g", "t_hess_l": "t_wall_nlp_hess_l",
+    "cpu_total": "t_proc_total", "cpu_jac_g": "t_proc_nlp_jac_g", "cpu_hess_l": "t_proc_nlp_hess_l",
+}
+
+
+def solve(opti):
+    """Solve and return the solver statistics: status, success, iterations, cost and wall times.
+
+    A failed solve does not raise: its status says so, and ``opti.debug.value``
+    gives the last iterate (as it gives the solution after a success)."""
+    try:
+        opti.solve_limited()
+    except RuntimeError as e:
+        if "return_status" not in str(e):  # not IPOPT failing, but building or calling the problem
+            raise
+    s = opti.stats()
+    out = {"status": s["return_status"], "success": bool(s["success"]), "iterations": int(s["iter_count"]),
+           "cost": float(opti.debug.value(opti.f))}
+    out.update({k: float(s.get(key, float("nan"))) for k, key in STAT_FIELDS.items()})
+    out["t_per_iter"] = out["t_total"] / max(out["iterations"], 1)
+    out["cpu_per_iter"] = out["cpu_total"] / max(out["iterations"], 1)
+    return out
+
+
+def format_stats(stats):
+    return (f"{stats['status']}: {stats['iterations']} iterations, cost {stats['cost']:.10g}, "
+            f"total {stats['t_total']:.3f} s ({1e3 * stats['t_per_iter']:.1f} ms/iter), "
+            f"jac_g {stats['t_jac_g']:.3f} s, hess_l {stats['t_hess_l']:.3f} s, grad_f {stats['t_grad_f']:.3f} s, "
+            f"g {stats['t_g']:.3f} s")
+
+
+def skeleton(model, q, frames=()):
+    """Line segments (pairs of world points) of a stick figure: parent joint to joint,
+    and joint to each named frame (feet, tool); from ``forward_kinematics``/``frame_placement``."""
+    oMi = function(model, "forward_kinematics")(q).full()
+    origin = [oMi[:3, 4 * i + 3] for i in range(model.njoints)]
+    # a fixed base hangs from the world origin; a floating base does not
+    segments = [(origin[j.parent] if j.parent >= 0 else np.zeros(3), origin[i]) for i, j in enumerate(model.joints)
+                if j.parent >= 0 or j.type != "floating"]
+    for name in frames:
+        frame = model.frames[model.frame_index(name)]
+        p = function(model, "frame_placement", frame=name)(q).full()[:3, 3]
+        segments.append((origin[frame.joint], p))
+    return segments
+
+
+def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), strip=False, labels=None):
+    """Stick figures of the configurations ``qs`` in one figure, written as a PNG to ``path``.
+
+    Overlaid (earlier ones lighter) in one panel per projection plane, or with
+    ``strip=True`` one panel per configuration (titled by ``labels``), four to
+    a row, on ``planes[0]``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    for plane in planes:
+        _choice("planes entry", plane, ("xz", "yz", "xy"))
+    figures = [skeleton(model, q, frames) for q in qs]
+    panels = [(planes[0], [k]) for k in range(len(qs))] if strip else [(p, range(len(qs))) for p in planes]
+    cols = min(4, len(panels)) if strip else len(panels)
+    rows = -(-len(panels) // cols)
+    size = (3.2, 2.4) if strip else (5, 4.5)
+    fig, axs = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows + 0.5), squeeze=False,
+                            sharex=strip, sharey=strip)
+    for ax in axs.flat[len(panels):]:
+        ax.set_visible(False)
+    for n, (ax, (plane, picks)) in enumerate(zip(axs.flat, panels)):
+        i, j = "xyz".index(plane[0]), "xyz".index(plane[1])
+        for k in picks:
+            shade = plt.cm.viridis_r(0.15 + 0.85 * k / max(len(figures) - 1, 1))
+            for p0, p1 in figures[k]:
+                ax.plot([p0[i], p1[i]], [p0[j], p1[j]], "-o", color=shade, ms=2, lw=1.5)
+        if plane[1] == "z":
+            ax.axhline(0, color="0.6", lw=0.8)  # the ground
+        if strip and labels is not None:
+            ax.set_title(labels[n], fontsize=9)
+        ax.set_aspect("equal", adjustable="box" if strip else "datalim")
+        ax.set_xlabel(f"{plane[0]} [m]")
+        ax.set_ylabel(f"{plane[1]} [m]")
+        ax.grid(alpha=0.3)
+    fig.suptitle(title or f"{model.name}: {len(qs)} snapshots")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_series(path, t, series, title=""):
+    """One subplot per entry of ``series`` (label -> array of rows over time ``t``), as a PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(len(series), 1, figsize=(7, 2.2 * len(series)), sharex=True, squeeze=False)
+    for ax, (label, y) in zip(axs[:, 0], series.items()):
+        y = np.asarray(y)
+        ax.plot(t[:len(y)], y, lw=1)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axs[-1, 0].set_xlabel("t [s]")
+    axs[0, 0].set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

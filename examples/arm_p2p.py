@@ -1,0 +1,121 @@
+"""7-dof arm point to point: rest to rest in given time, with joint, velocity and torque limits.
+
+The arm is example-robot-data's Panda with its two finger joints made fixed
+(closed, their mass merged into the hand), so q is the 7 arm joints;
+without example-robot-data it is the package's ``arm7``. The limits are
+the URDF's (position, velocity and effort). Multiple shooting, one RK4 step
+of x' = [v; aba(q, v, tau)] per interval. The cost is the effort
+sum (tau / tau_max)^2 dt, each joint scaled by its torque limit, plus
+``w_v`` sum v^2 dt: without it the light wrist joints swing wide to spare
+the shoulder a little torque.
+
+    python examples/arm_p2p.py --nodes 40 --jacobian analytical --plot arm.png
+"""
+import argparse
+import xml.etree.ElementTree as ET
+
+import casadi as ca
+import numpy as np
+
+import casrbd
+from casrbd import ocp
+from casrbd.models import robot_path
+
+TOOL = {"panda": "panda_hand_tcp", "arm7": "tool"}
+# start and goal within both arms' joint limits
+Q_START = np.array([-1.0, 0.2, 0.0, -2.0, 0.0, 1.8, 0.8])
+Q_GOAL = np.array([1.0, -0.3, 0.4, -1.4, 0.3, 1.2, -0.4])
+
+
+def load_arm():
+    """(model, limits, tool frame) of the Panda arm (fingers fixed), else arm7; ``limits``:
+    dict of lower, upper, velocity and effort arrays over the joints, read from the URDF."""
+    try:
+        name, path = "panda", robot_path("panda")[0]
+    except LookupError:  # example-robot-data is not installed
+        name, path = "arm7", robot_path("arm7")[0]
+    root = ET.parse(path).getroot()
+    for joint in root.iter("joint"):
+        if "finger" in joint.get("name"):
+            joint.set("type", "fixed")
+            for mimic in joint.findall("mimic"):
+                joint.remove(mimic)
+    model = casrbd.load_urdf(ET.tostring(root, encoding="unicode"))
+    limit = {j.get("name"): j.find("limit") for j in root.iter("joint")}
+    limits = {k: np.array([float(limit[j.name].get(k)) for j in model.joints])
+              for k in ("lower", "upper", "velocity", "effort")}
+    return model, limits, TOOL[name]
+
+
+def solve(nodes=40, duration=1.5, jacobian="analytical", compiled=False, hessian="exact", verbose=False,
+          q_start=Q_START, q_goal=Q_GOAL, w_v=0.01):
+    """Solve the point-to-point problem; returns a dict with the model, limits, tool frame,
+    times t, q, v (nodes + 1 rows), tau (nodes rows), dt and the solver stats."""
+    if nodes < 2:
+        raise ValueError(f"nodes must be at least 2, got {nodes}")
+    if not duration > 0:
+        raise ValueError(f"duration must be positive, got {duration}")
+    model, lim, tool = load_arm()
+    n, dt = model.nv, duration / nodes
+    fd = ocp.dynamics(model, "aba", jacobian, compiled, hessian=hessian)
+    x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)
+    step = ca.Function("rk4", [x, u], [ocp.rk4(ocp.forward_dynamics_ode(model, fd), x, u, dt)])
+
+    opti = ca.Opti()
+    Q, V, T = opti.variable(n, nodes + 1), opti.variable(n, nodes + 1), opti.variable(n, nodes)
+    opti.subject_to(ca.vertcat(Q[:, 1:], V[:, 1:]) == step.map(nodes)(ca.vertcat(Q[:, :-1], V[:, :-1]), T))
+    opti.subject_to(Q[:, 0] == q_start)
+    opti.subject_to(Q[:, -1] == q_goal)
+    opti.subject_to(V[:, 0] == 0)
+    opti.subject_to(V[:, -1] == 0)
+    opti.subject_to(opti.bounded(lim["lower"], Q, lim["upper"]))
+    opti.subject_to(opti.bounded(-lim["velocity"], V, lim["velocity"]))
+    opti.subject_to(opti.bounded(-lim["effort"], T, lim["effort"]))
+    opti.minimize(dt * ca.sumsqr(T / lim["effort"]) + w_v * dt * ca.sumsqr(V))
+    # guess: straight line at constant speed, holding gravity
+    s = np.linspace(0, 1, nodes + 1)
+    q_guess = np.outer(q_start, 1 - s) + np.outer(q_goal, s)
+    opti.set_initial(Q, q_guess)
+    opti.set_initial(V, np.tile((q_goal - q_start)[:, None] / duration, nodes + 1))
+    opti.set_initial(T, np.column_stack([casrbd.generalized_gravity(model, q) for q in q_guess[:, :-1].T]))
+    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
+    stats = ocp.solve(opti)
+    value = opti.debug.value  # the solution, or the last iterate if the solve failed
+    return {"model": model, "limits": lim, "tool": tool, "t": np.arange(nodes + 1) * dt, "dt": dt,
+            "q": value(Q).T, "v": value(V).T, "tau": value(T).T,
+            "q_start": np.array(q_start), "q_goal": np.array(q_goal), "stats": stats}
+
+
+def plot(result, path, snapshots=8):
+    """q, v and tau over time at ``path``, and a stick-figure sequence at ``<path>_snapshots.png``."""
+    ocp.plot_series(path, result["t"], {"q [rad]": result["q"], "v [rad/s]": result["v"],
+                                        "tau [Nm]": result["tau"]}, title=f"{result['model'].name} point to point")
+    picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
+    ocp.plot_snapshots(result["model"], result["q"][picks], snapshot_path(path), frames=(result["tool"],),
+                       title=f"{result['model'].name}: {snapshots} snapshots (light to dark)")
+
+
+def snapshot_path(path):
+    return str(path)[:-4] + "_snapshots.png" if str(path).endswith(".png") else str(path) + "_snapshots.png"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=40, help="shooting intervals (default 40)")
+    p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
+    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
+    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
+    p.add_argument("--compiled", action="store_true", help="dynamics as C code through casrbd.codegen")
+    p.add_argument("--plot", metavar="PATH.png", help="write q, v, tau over time and PATH_snapshots.png")
+    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    args = p.parse_args(argv)
+    result = solve(args.nodes, args.duration, args.jacobian, args.compiled, args.hessian, args.verbose)
+    print(f"arm point to point ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
+          f"{ocp.format_stats(result['stats'])}")
+    if args.plot:
+        plot(result, args.plot)
+    return 0 if result["stats"]["success"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

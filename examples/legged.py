@@ -1,0 +1,168 @@
+"""Solo12 forward jump in inverse-dynamics form, with a fixed contact schedule.
+
+Decision variables at each node: the configuration q (free-flyer base with a
+quaternion), the velocity v, the acceleration a and a world-frame contact
+force per foot. The torques are tau = rnea(q, v, a, f_ext), with every foot
+force moved to the local frame of the foot's knee joint; the six base rows
+of tau must vanish (the base is not actuated) and the twelve joint torques
+stay within their limit. The schedule: all feet on the ground, a flight
+phase, all feet on the ground again ``jump`` metres further on. Stance feet
+stay where they are and push inside a linearised friction cone (pyramid);
+the configuration is updated on its manifold, q_{k+1} = q_k (+) v_k dt, so
+the quaternion stays a unit quaternion.
+
+    python examples/legged.py --nodes 40 --jacobian analytical --plot solo.png
+"""
+import argparse
+
+import casadi as ca
+import numpy as np
+
+import casrbd
+from casrbd import ocp
+from casrbd.models import load_robot
+
+FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
+PHASES = (("stance", 0.3), ("flight", 0.2), ("stance", 0.3))  # (contact, seconds)
+
+
+def standing(model, x=0.0):
+    """The standing configuration with the feet on the ground (z = 0), base at ``x``."""
+    q = np.r_[0, 0, 0, 0, 0, 0, 1, LEGS]
+    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in FEET)
+    q[0] = x
+    return q
+
+
+def contact_forces(model, q, F):
+    """f_ext (6 x njoints, rnea's input) of world-frame forces F (3 x feet) at the feet.
+
+    A force F at the foot is, in the frame of the foot's joint i (rotation
+    o_R_i from forward kinematics), the force i_R_o F applied at the foot
+    frame's fixed offset r from the joint: [i_R_o F; r x i_R_o F]."""
+    oMi = casrbd.function(model, "forward_kinematics")(q)
+    columns = [ca.MX.zeros(6, 1) for _ in range(model.njoints)]
+    for k, name in enumerate(FEET):
+        frame = model.frames[model.frame_index(name)]
+        i = frame.joint
+        f = ca.mtimes(oMi[:3, 4 * i:4 * i + 3].T, F[:, k])
+        columns[i] = columns[i] + ca.vertcat(f, ca.cross(ca.DM(np.asarray(frame.placement.p).ravel()), f))
+    return ca.horzcat(*columns)
+
+
+def schedule(nodes, phases=PHASES):
+    """Contact flag per interval (True: all feet on the ground) and dt, for ``nodes`` intervals."""
+    duration = sum(s for _, s in phases)
+    ends = np.cumsum([s for _, s in phases]) / duration * nodes
+    mids = np.arange(nodes) + 0.5
+    contact = np.array([phases[int(np.searchsorted(ends, m))][0] == "stance" for m in mids])
+    return contact, duration / nodes
+
+
+def solve(nodes=40, jump=0.1, tau_max=2.5, mu=0.7, jacobian="analytical", compiled=False, hessian="exact",
+          verbose=False):
+    """Solve the jump; returns a dict with the model, times t, q, v (nodes + 1 rows), a, tau,
+    forces (nodes rows; forces as nodes x 3 x feet), the contact flags, dt and the solver stats."""
+    if nodes < 6:
+        raise ValueError(f"nodes must be at least 6 (two per phase), got {nodes}")
+    for arg, val in (("tau_max", tau_max), ("mu", mu)):
+        if not val > 0:
+            raise ValueError(f"{arg} must be positive, got {val}")
+    model = load_robot("solo12")
+    nq, nv, nf = model.nq, model.nv, len(FEET)
+    contact, dt = schedule(nodes)
+    if contact.all() or not contact.any():
+        raise ValueError(f"nodes={nodes} is too few to resolve the contact schedule {PHASES}")
+    q_start, q_goal = standing(model), standing(model, jump)
+    rnea = ocp.dynamics(model, "rnea", jacobian, compiled, f_ext=True, hessian=hessian)
+
+    # per node, as an MX Function mapped over the nodes: torques and foot positions
+    q, v, a, F = ca.MX.sym("q", nq), ca.MX.sym("v", nv), ca.MX.sym("a", nv), ca.MX.sym("F", 3 * nf)
+    feet = ca.horzcat(*[casrbd.function(model, "frame_placement", frame=f)(q)[:3, 3] for f in FEET])
+    node = ca.Function("node", [q, v, a, F], [rnea(q, v, a, contact_forces(model, q, ca.reshape(F, 3, nf))), feet])
+    q_next, v_next = ocp.euler_step(model, q, v, a, dt)
+    step = ca.Function("step", [q, v, a], [ca.vertcat(q_next, v_next)])
+
+    opti = ca.Opti()
+    Q, V = opti.variable(nq, nodes + 1), opti.variable(nv, nodes + 1)
+    A, Fs = opti.variable(nv, nodes), opti.variable(3 * nf, nodes)
+    tau, P = node.map(nodes)(Q[:, :-1], V[:, :-1], A, Fs)
+    opti.subject_to(ca.vertcat(Q[:, 1:], V[:, 1:]) == step.map(nodes)(Q[:, :-1], V[:, :-1], A))
+    opti.subject_to(Q[:, 0] == q_start)
+    opti.subject_to(V[:, 0] == 0)
+    opti.subject_to(Q[:, -1] == q_goal)
+    opti.subject_to(V[:, -1] == 0)
+    opti.subject_to(tau[:6, :] == 0)                            # the base is not actuated
+    opti.subject_to(opti.bounded(-tau_max, tau[6:, :], tau_max))
+    feet_start = np.column_stack([casrbd.frame_placement(model, q_start, f)[:3, 3] for f in FEET])
+    landed = False
+    for k in range(nodes):
+        Fk = ca.reshape(Fs[:, k], 3, nf)
+        if contact[k]:
+            landed = landed or (k > 0 and not contact[k - 1])
+            # feet stay on their spot: where they started, or where they land (jump further on)
+            opti.subject_to(P[:, nf * k:nf * (k + 1)] ==
+                            feet_start + np.array([[jump if landed else 0.0], [0], [0]]))
+            opti.subject_to(Fk[2, :] >= 0)
+            opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[0, :], mu * Fk[2, :]))  # friction pyramid
+            opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[1, :], mu * Fk[2, :]))
+        else:
+            opti.subject_to(Fs[:, k] == 0)
+            opti.subject_to(P[:, nf * k:nf * (k + 1)][2, :] >= 0)
+    opti.minimize(dt * (ca.sumsqr(tau[6:, :]) + 1e-3 * ca.sumsqr(A) + 1e-4 * ca.sumsqr(Fs)))
+    # guess: standing while the base moves on at constant speed, weight shared by the feet in stance
+    s = np.linspace(0, 1, nodes + 1)
+    opti.set_initial(Q, np.outer(q_start, 1 - s) + np.outer(q_goal, s))
+    opti.set_initial(V, 0)
+    opti.set_initial(A, 0)
+    weight = model.mass * np.linalg.norm(model.gravity) / nf
+    opti.set_initial(Fs, np.tile(np.array([0, 0, weight] * nf)[:, None], nodes) * contact)
+    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
+    stats = ocp.solve(opti)
+    value = opti.debug.value  # the solution, or the last iterate if the solve failed
+    return {"model": model, "t": np.arange(nodes + 1) * dt, "dt": dt, "contact": contact,
+            "q": value(Q).T, "v": value(V).T, "a": value(A).T, "tau": value(tau).T,
+            "forces": value(Fs).T.reshape(nodes, nf, 3).transpose(0, 2, 1), "feet": FEET,
+            "q_start": q_start, "q_goal": q_goal, "tau_max": tau_max, "mu": mu, "stats": stats}
+
+
+def plot(result, path, snapshots=8):
+    """Base height, joint torques and vertical foot forces over time at ``path``, and a
+    stick-figure sequence at ``<path>_snapshots.png``."""
+    t, q = result["t"], result["q"]
+    ocp.plot_series(path, t, {"base x, z [m]": q[:, [0, 2]], "joint tau [Nm]": result["tau"][:, 6:],
+                              "foot F_z [N]": result["forces"][:, 2, :]}, title="solo12 jump")
+    picks = np.linspace(0, len(q) - 1, snapshots).round().astype(int)
+    phase = ["stance" if k == len(q) - 1 or result["contact"][k] else "flight" for k in picks]
+    ocp.plot_snapshots(result["model"], q[picks], snapshot_path(path), frames=result["feet"],
+                       title="solo12 jump", planes=("xz",), strip=True,
+                       labels=[f"t = {t[k]:.2f} s ({p})" for k, p in zip(picks, phase)])
+
+
+def snapshot_path(path):
+    return str(path)[:-4] + "_snapshots.png" if str(path).endswith(".png") else str(path) + "_snapshots.png"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=40, help="intervals over the 0.8 s schedule (default 40)")
+    p.add_argument("--jump", type=float, default=0.1, help="forward distance in m (default 0.1)")
+    p.add_argument("--tau-max", type=float, default=2.5, help="joint torque limit in Nm (default 2.5)")
+    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
+    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
+    p.add_argument("--compiled", action="store_true", help="dynamics as C code through casrbd.codegen")
+    p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
+    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    args = p.parse_args(argv)
+    result = solve(args.nodes, args.jump, args.tau_max, jacobian=args.jacobian, compiled=args.compiled,
+                   hessian=args.hessian, verbose=args.verbose)
+    print(f"solo12 jump ({args.jacobian}{', compiled' if args.compiled else ''}): "
+          f"{ocp.format_stats(result['stats'])}")
+    if args.plot:
+        plot(result, args.plot)
+    return 0 if result["stats"]["success"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

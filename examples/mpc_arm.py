@@ -1,0 +1,148 @@
+"""Model-predictive control of the 7-dof arm, with the dynamics compiled to C.
+
+Every ``dt`` the controller solves a short-horizon problem from the measured
+state: RK4 multiple shooting with the arm's joint, velocity and torque
+limits, a cost pulling q to the goal, and the first torque goes to the
+plant. The plant is simulated with the numeric aba (RK4 with finer steps).
+The forward dynamics, their Jacobian (analytical or AD) and, for the exact
+Hessian, its Jacobian are exported to C and loaded back through
+``casrbd.codegen``. After the first (cold) solve, IPOPT starts from the
+previous solution shifted by one interval and from its multipliers (as they are), with a
+small barrier parameter (``ocp.solver_options(warm_start=True)``).
+
+    python examples/mpc_arm.py --nodes 10 --steps 40 --jacobian analytical --plot mpc.png
+"""
+import argparse
+import os
+import sys
+import time
+
+import casadi as ca
+import numpy as np
+
+import casrbd
+from casrbd import ocp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from arm_p2p import Q_GOAL, Q_START, load_arm, snapshot_path  # noqa: E402  (the same arm and limits)
+
+
+def simulate(model, q, v, tau, duration, substeps=10):
+    """The plant: RK4 steps of the numeric aba over ``duration`` with tau held."""
+    h = duration / substeps
+
+    def f(x):
+        return np.r_[x[model.nq:], casrbd.aba(model, x[:model.nq], x[model.nq:], tau)]
+    x = np.r_[q, v]
+    for _ in range(substeps):
+        k1 = f(x)
+        k2 = f(x + h / 2 * k1)
+        k3 = f(x + h / 2 * k2)
+        k4 = f(x + h * k3)
+        x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return x[:model.nq], x[model.nq:]
+
+
+def build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags):
+    """The horizon problem: (opti, x0 parameter, X, U)."""
+    n = model.nv
+    fd = ocp.dynamics(model, "aba", jacobian, compiled, hessian=hessian, flags=flags)
+    x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)
+    step = ca.Function("rk4", [x, u], [ocp.rk4(ocp.forward_dynamics_ode(model, fd), x, u, dt)])
+    opti = ca.Opti()
+    x0 = opti.parameter(2 * n)
+    X, U = opti.variable(2 * n, nodes + 1), opti.variable(n, nodes)
+    opti.subject_to(X[:, 1:] == step.map(nodes)(X[:, :-1], U))
+    opti.subject_to(X[:, 0] == x0)
+    opti.subject_to(opti.bounded(lim["lower"], X[:n, 1:], lim["upper"]))
+    opti.subject_to(opti.bounded(-lim["velocity"], X[n:, 1:], lim["velocity"]))
+    opti.subject_to(opti.bounded(-lim["effort"], U, lim["effort"]))
+    error = X[:n, 1:] - q_goal
+    opti.minimize(dt * (ca.sumsqr(error) + 0.01 * ca.sumsqr(X[n:, 1:]) + 0.1 * ca.sumsqr(U / lim["effort"]))
+                  + 10 * ca.sumsqr(error[:, -1]))
+    return opti, x0, X, U
+
+
+def run(steps=40, nodes=10, dt=0.05, jacobian="analytical", compiled=True, hessian="exact", verbose=False,
+        q_start=Q_START, q_goal=Q_GOAL, flags=ocp.COMPILE_FLAGS):
+    """Closed loop from rest at q_start; returns a dict with the model, limits, tool frame, times t,
+    plant q, v (steps + 1 rows), applied tau (steps rows), the stats of every solve and dt.
+    ``flags``: C compiler flags of the compiled dynamics."""
+    for arg, n in (("steps", steps), ("nodes", nodes)):
+        if n < 1:
+            raise ValueError(f"{arg} must be at least 1, got {n}")
+    if not dt > 0:
+        raise ValueError(f"dt must be positive, got {dt}")
+    model, lim, tool = load_arm()
+    n = model.nv
+    start = time.perf_counter()
+    opti, x0, X, U = build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags)
+    setup = time.perf_counter() - start
+    q, v = np.array(q_start, dtype=float), np.zeros(n)
+    opti.set_initial(X, np.tile(np.r_[q, v][:, None], nodes + 1))
+    opti.set_initial(U, np.tile(casrbd.generalized_gravity(model, q)[:, None], nodes))
+    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
+    qs, vs, taus, solves = [q], [v], [], []
+    for k in range(steps):
+        opti.set_value(x0, np.r_[q, v])
+        solves.append(ocp.solve(opti))
+        value = opti.debug.value  # the solution, or the last iterate if the solve failed
+        Xs, Us, lam = value(X), np.atleast_2d(value(U)), value(opti.lam_g)
+        if k == 0:  # the first solve was cold; from now on start where the last solve ended
+            opti.solver("ipopt", ocp.solver_options(hessian, warm_start=True, verbose=verbose))
+        tau = Us[:, 0]
+        q, v = simulate(model, q, v, tau, dt)
+        qs.append(q), vs.append(v), taus.append(tau)
+        # shift by one interval, repeating the last node
+        opti.set_initial(X, np.column_stack([Xs[:, 1:], Xs[:, -1]]))
+        opti.set_initial(U, np.column_stack([Us[:, 1:], Us[:, -1]]))
+        opti.set_initial(opti.lam_g, lam)
+    return {"model": model, "limits": lim, "tool": tool, "t": np.arange(steps + 1) * dt, "dt": dt,
+            "q": np.array(qs), "v": np.array(vs), "tau": np.array(taus), "solves": solves,
+            "q_goal": np.array(q_goal), "setup_seconds": setup}
+
+
+def summary(result):
+    s = result["solves"]
+    iters = np.array([x["iterations"] for x in s])
+    times = np.array([x["t_total"] for x in s])
+    ok = sum(x["success"] for x in s)
+    err = np.abs(result["q"][-1] - result["q_goal"]).max()
+    return (f"{len(s)} solves, {ok} succeeded; iterations first {iters[0]}, then mean {iters[1:].mean():.1f} "
+            f"max {iters[1:].max()}; solve time first {times[0]:.3f} s, then mean {1e3 * times[1:].mean():.1f} ms "
+            f"max {1e3 * times[1:].max():.1f} ms; final |q - q_goal| {err:.2e} rad") if len(s) > 1 else \
+        f"1 solve: {ocp.format_stats(s[0])}"
+
+
+def plot(result, path, snapshots=6):
+    ocp.plot_series(path, result["t"], {"q [rad]": result["q"], "v [rad/s]": result["v"],
+                                        "tau [Nm]": result["tau"],
+                                        "IPOPT iterations": [x["iterations"] for x in result["solves"]]},
+                    title=f"{result['model'].name} MPC (closed loop)")
+    picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
+    ocp.plot_snapshots(result["model"], result["q"][picks], snapshot_path(path), frames=(result["tool"],),
+                       title=f"{result['model'].name} MPC: {snapshots} snapshots (light to dark)")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=10, help="horizon intervals (default 10)")
+    p.add_argument("--steps", type=int, default=40, help="closed-loop steps (default 40)")
+    p.add_argument("--dt", type=float, default=0.05, help="control interval in s (default 0.05)")
+    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
+    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
+    p.add_argument("--compiled", action=argparse.BooleanOptionalAction, default=True,
+                   help="dynamics as C code through casrbd.codegen (default: yes)")
+    p.add_argument("--plot", metavar="PATH.png", help="write the closed loop and PATH_snapshots.png")
+    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    args = p.parse_args(argv)
+    result = run(args.steps, args.nodes, args.dt, args.jacobian, args.compiled, args.hessian, args.verbose)
+    print(f"arm MPC ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
+          f"{summary(result)}")
+    if args.plot:
+        plot(result, args.plot)
+    return 0 if all(s["success"] for s in result["solves"]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
