@@ -9,20 +9,29 @@ those and prints a line on stderr for every attribute it does not know.
 What is kept is checked, and a problem raises ``URDFError`` naming the link,
 joint or element at fault. The rules, in the order they apply:
 
-- the document: no DOCTYPE/ENTITY, well-formed XML, a ``<robot>`` root;
+- the size (``_read``): at most ``max_bytes``, UTF-8 text;
+- the document (``_parse``, ``_xml_tree``): no DOCTYPE/ENTITY, well-formed
+  XML, a ``<robot>`` root;
 - the elements (``_check_elements``): unique names, known joint types,
   parent and child links, one of each scalar child, ``<mass>`` and
-  ``<inertia>`` in every ``<inertial>``, finite numbers of the right count;
-- the tree (``_tree``): links exist, one parent per link, one root, no cycle;
+  ``<inertia>`` in every ``<inertial>``, finite numbers of the right count,
+  and in ``_BOUNDED`` elements (the ones that enter the dynamics) none larger
+  than ``MAX_MAGNITUDE`` in magnitude;
+- the tree (``_tree``): some link, links exist, one parent per link, one
+  root, no cycle;
 - the numbers (``_link_inertia``, ``_make_joint``): mass >= 0, axes with a
-  direction, lower <= upper, planar joints normal to z;
+  direction (normalised, with a warning if their norm is not 1 up to
+  ``AXIS_ROUNDING``), lower <= upper, planar joints normal to z;
 - the inertias (``_inertia_problem``, ``_check_inertias``): a negative
   principal moment beyond rounding is refused unless the link is merged into
-  a body that is physical; slightly negative moments and moments violating
-  the triangle inequality only warn (``URDFWarning``), as Pinocchio loads them;
-- the bodies (``_check_masses``): a moving joint that moves no mass makes the
-  mass matrix singular; such a model still serves kinematics (Pinocchio
-  loads it too), so this warns, naming the joints.
+  a body that is physical; slightly negative moments, moments violating
+  the triangle inequality and a rotational inertia without mass only warn
+  (``URDFWarning``), as Pinocchio loads them;
+- the bodies (``_check_masses``): a joint that has a motion moving no mass
+  (its subtree is massless, or the joints below it can undo its motion, as
+  under a massless floating root) makes the mass matrix singular; such a
+  model still serves kinematics (Pinocchio loads it too), so this warns,
+  naming the joints.
 
 Fixed joints are merged: the child link's inertia is added to the body of
 the nearest moving ancestor joint and the link is kept as a frame. Mimic
@@ -32,12 +41,12 @@ import os
 import re
 import warnings
 import xml.etree.ElementTree as ET
+import xml.parsers.expat as expat
 
 import casadi as ca
 import numpy as np
 
-from .algorithms.configuration import neutral
-from .algorithms.crba import composite_inertias
+from .algorithms.configuration import integrate, neutral
 from .algorithms.kinematics import joint_placements
 from .joints import JOINT_TYPES, FreeFlyer
 from .model import Frame, Model
@@ -60,6 +69,10 @@ _SCHEMA = {
     "limit": (dict.fromkeys(("lower", "upper", "effort", "velocity"), 1), set()),
     "mimic": ({"joint": 0, "multiplier": 1, "offset": 1}, set()),
 }
+# the numbers of these elements enter the dynamics; beyond this magnitude (kg, m, kg m^2, rad), a
+# billion times any robot's, products of a few of them in the algorithms near overflow
+_BOUNDED = ("origin", "mass", "inertia", "axis")
+MAX_MAGNITUDE = 1e9
 _URDF_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 # a principal moment may be this far below zero, relative to the largest one, as
 # URDF exporters write five to seven significant digits ...
@@ -67,6 +80,8 @@ ROUNDING = 1e-5
 # ... plus this much in kg m^2, for inertias that are zero up to an exporter's arithmetic
 # (this much below zero passes silently)
 ROUNDING_ABS = 1e-10
+# an axis whose norm is this close to 1 is a unit axis written with few digits, normalised silently
+AXIS_ROUNDING = 1e-3
 
 
 class URDFError(ValueError):
@@ -77,13 +92,19 @@ class URDFWarning(UserWarning):
     """A URDF loaded with a questionable value or an ignored constraint."""
 
 
-def load_urdf(source, floating_base=False):
-    """Model from a URDF file path or XML string; ``floating_base`` adds a free-flyer root
-    named ``root_joint`` (as Pinocchio's ``JointModelFreeFlyer`` root).
+def load_urdf(source, floating_base=False, max_bytes=MAX_BYTES):
+    """Model from a URDF file path, an XML string or XML bytes; ``floating_base`` adds a
+    free-flyer root named ``root_joint`` (as Pinocchio's ``JointModelFreeFlyer`` root).
+
+    A string is read as XML when it starts with ``<`` (after white space and a
+    byte-order mark), else as a path; bytes are always the document. Documents
+    over ``max_bytes`` (default ``MAX_BYTES``: 20 MB, a hundred times the largest URDF
+    in example-robot-data) are refused before they are parsed.
 
     Raises ``URDFError`` for a URDF that does not describe a tree of physical
-    bodies, and warns (``URDFWarning``) for questionable values it accepts."""
-    text, where = _read(source)
+    bodies, and warns (``URDFWarning``) for questionable values it accepts; a
+    path that cannot be read raises ``OSError``."""
+    text, where = _read(source, max_bytes)
     robot = _parse(text, where)
     notes = []
     model = _build(robot, where, floating_base, notes)
@@ -92,32 +113,38 @@ def load_urdf(source, floating_base=False):
     return model
 
 
-def _read(source):
-    if isinstance(source, bytes):
-        source = source.decode("utf-8")
-    if isinstance(source, str) and source.lstrip().startswith("<"):
-        text, where = source, "URDF string"
+def _read(source, max_bytes):
+    """(text, how to name it in messages) of a path, an XML string or XML bytes, within ``max_bytes``."""
+    if isinstance(source, str) and source.lstrip("\ufeff").lstrip().startswith("<"):
+        where = "URDF string"
+        if len(source) > max_bytes:  # a character is at least a byte: no need to encode
+            raise URDFError(f"{where}: larger than the limit of {max_bytes} bytes (max_bytes)")
+        try:
+            data = source.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise URDFError(f"{where}: not text: lone surrogate {source[e.start]!r} at offset {e.start}") from None
+    elif isinstance(source, (bytes, bytearray)):
+        data, where = bytes(source), "URDF bytes"
     else:
-        path = os.fspath(source)
-        if os.path.getsize(path) > MAX_BYTES:
-            raise URDFError(f"{path}: file larger than {MAX_BYTES} bytes")
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        where = path
-    if len(text) > MAX_BYTES:
-        raise URDFError(f"{where}: larger than {MAX_BYTES} bytes")
-    return text, where
+        where = os.fspath(source)
+        with open(where, "rb") as fh:
+            data = fh.read(max_bytes + 1)  # one byte more tells a file over the limit
+    if len(data) > max_bytes:
+        raise URDFError(f"{where}: larger than the limit of {max_bytes} bytes (max_bytes)")
+    try:
+        return data.decode("utf-8-sig"), where
+    except UnicodeDecodeError as e:
+        raise URDFError(f"{where}: not UTF-8 text: byte {data[e.start]:#04x} at offset {e.start}") from None
 
 
 def _parse(text, where):
-    # entity expansion is a denial-of-service and file-disclosure vector, and URDF needs none
-    if re.search(r"<!DOCTYPE|<!ENTITY", text):
-        raise URDFError(f"{where}: DOCTYPE and ENTITY declarations are refused")
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as e:
-        line, col = e.position
-        raise URDFError(f"{where}: malformed XML at line {line}, column {col}: {e}") from None
+    # entity expansion is a denial-of-service and file-disclosure vector, and URDF needs none:
+    # refused here before any parser sees the text, and again by the parser (_xml_tree)
+    found = re.search(r"<!DOCTYPE|<!ENTITY", text, re.IGNORECASE)
+    if found:
+        line = text.count("\n", 0, found.start()) + 1
+        raise URDFError(f"{where}: line {line}: DOCTYPE and ENTITY declarations are refused")
+    root = _xml_tree(text, where)
     if root.tag != "robot":
         raise URDFError(f"{where}: root element is <{root.tag}>, expected <robot>")
     _strip(root)
@@ -127,6 +154,26 @@ def _parse(text, where):
         return URDF.from_xml_string(ET.tostring(root, encoding="unicode"))
     except Exception as e:  # urdf_parser_py raises bare Exceptions with the element path
         raise URDFError(f"{where}: {e}") from None
+
+
+def _xml_tree(text, where):
+    """The element tree of ``text``, parsed by an expat parser that stops at a DOCTYPE, so that
+    no entity can be declared, let alone expanded (ElementTree's parser hides these hooks).
+    Namespaces are not processed, as in urdfdom: ``xacro:property`` is a tag like any other."""
+    builder = ET.TreeBuilder()
+    parser = expat.ParserCreate()
+
+    def refuse(*_):
+        raise URDFError(f"{where}: line {parser.CurrentLineNumber}: DOCTYPE and ENTITY declarations are refused")
+    parser.StartDoctypeDeclHandler = parser.EntityDeclHandler = refuse
+    parser.StartElementHandler = builder.start
+    parser.EndElementHandler = builder.end
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as e:
+        raise URDFError(f"{where}: malformed XML at line {e.lineno}, column {e.offset}: "
+                        f"{expat.ErrorString(e.code)}") from None
+    return builder.close()
 
 
 def _strip(element):
@@ -173,31 +220,36 @@ def _check_joint(el, name, where):
 
 
 def _check_children(top, owner, where):
-    """One of each child element, and every numeric attribute a finite number of the right count."""
+    """One of each child element, and every numeric attribute a finite number of the right count
+    (at most ``MAX_MAGNITUDE`` in magnitude in the ``_BOUNDED`` elements)."""
     for el in top.iter():
         tags = [child.tag for child in el]
         for tag in dict.fromkeys(tags):
             if tags.count(tag) > 1:
                 raise URDFError(f"{where}: {owner} has {tags.count(tag)} <{tag}> elements in <{el.tag}>; "
                                 f"one is allowed")
+        bound = MAX_MAGNITUDE if el.tag in _BOUNDED else np.inf
         for key, count in _SCHEMA[el.tag][0].items():
             text = el.get(key)
-            if count and text is not None and not _numbers_ok(text, count):
+            if count and text is not None and not _numbers_ok(text, count, bound):
                 raise URDFError(f"{where}: {owner} has <{el.tag} {key}=\"{text}\">; "
-                                f"{count} finite number{'s' if count > 1 else ''} expected")
+                                f"{count} finite number{'s' if count > 1 else ''} expected"
+                                + (f", none beyond {bound:g} in magnitude" if bound < np.inf else ""))
 
 
-def _numbers_ok(text, count):
+def _numbers_ok(text, count, bound):
     try:
         values = [float(x) for x in text.split()]
     except ValueError:
         return False
-    return len(values) == count and all(np.isfinite(values))
+    return len(values) == count and all(np.abs(values) <= bound)
 
 
 def _tree(robot, where):
     """(root link, joints in depth-first order): children by joint name, as urdfdom (hence Pinocchio)."""
     names = [link.name for link in robot.links]
+    if not names:
+        raise URDFError(f"{where}: <robot> has no <link>")
     child_joint, children = {}, {name: [] for name in names}
     for joint in robot.joints:
         for role, link in (("parent", joint.parent), ("child", joint.child)):
@@ -261,20 +313,20 @@ def _numeric_inertia(Y):
 
 
 def _link_inertia(link, where):
-    """(inertia in the link frame, its rotational inertia about the centre of mass in URDF axes)."""
+    """(inertia in the link frame, mass, rotational inertia about the centre of mass in URDF axes)."""
     inertial = link.inertial
     if inertial is None:
-        return Inertia.zero(), np.zeros((3, 3))
+        return Inertia.zero(), 0.0, np.zeros((3, 3))
     m = inertial.mass
     if m < 0:
         raise URDFError(f"{where}: link {link.name!r} has mass {m}; a mass >= 0 is required")
     I = np.array(inertial.inertia.to_matrix(), dtype=float)
     X = _origin(inertial.origin)
-    return Inertia.from_com(m, X.p, X.R @ I @ X.R.T), I
+    return Inertia.from_com(m, X.p, X.R @ I @ X.R.T), m, I
 
 
-def _inertia_problem(I):
-    """None, or (fatal, what is wrong) for a rotational inertia about the centre of mass."""
+def _inertia_problem(mass, I):
+    """None, or (fatal, what is wrong) for a mass and rotational inertia about the centre of mass."""
     moments = np.linalg.eigvalsh(I)
     scale = np.abs(moments).max()
     text = f"principal moments of inertia {np.array2string(moments, precision=4)}"
@@ -285,11 +337,13 @@ def _inertia_problem(I):
         return False, f"has a slightly negative principal moment of inertia ({text}), taken as rounding"
     if moments[2] > moments[0] + moments[1] + tol:
         return False, f"has {text} that violate the triangle inequality (the largest exceeds the sum of the others)"
+    if mass == 0 and moments[2] > ROUNDING_ABS:
+        return False, f"has mass 0 but {text}, which no body has; kept as a rotational inertia"
     return None
 
 
 def _physical(body):
-    problem = _inertia_problem(body.inertia_com if body.mass > 0 else body.I)
+    problem = _inertia_problem(body.mass, body.inertia_com if body.mass > 0 else body.I)
     return problem is None or not problem[0]
 
 
@@ -299,8 +353,8 @@ def _build(robot, where, floating_base, notes):
     joints, frames, suspects = [], [], []
 
     def link_inertia(name, body):
-        Y, I = _link_inertia(links[name], where)
-        problem = _inertia_problem(I)
+        Y, m, I = _link_inertia(links[name], where)
+        problem = _inertia_problem(m, I)
         if problem:
             suspects.append((name, body, *problem))
         return Y
@@ -324,7 +378,7 @@ def _build(robot, where, floating_base, notes):
                 owner.inertia = owner.inertia + _numeric_inertia(placement.act_inertia(inertia))
         else:
             inertia = link_inertia(uj.child, len(joints))
-            joints.append(_make_joint(uj, parent_joint, placement, inertia, where))
+            joints.append(_make_joint(uj, parent_joint, placement, inertia, where, notes))
             body_of[uj.child] = (len(joints) - 1, SE3.identity())
             frames.append(Frame(uj.child, len(joints) - 1, SE3.identity()))
     _check_inertias(joints, suspects, where, notes)
@@ -356,7 +410,7 @@ def _note_mimics(order, notes):
                      f"(as Pinocchio's default): {', '.join(mimics)}")
 
 
-def _make_joint(uj, parent, placement, inertia, where):
+def _make_joint(uj, parent, placement, inertia, where, notes):
     cls = JOINT_TYPES[uj.type]
     kwargs = {"inertia": inertia}
     if uj.type in ("revolute", "prismatic") and uj.limit is not None:
@@ -369,6 +423,8 @@ def _make_joint(uj, parent, placement, inertia, where):
         norm = np.linalg.norm(axis)
         if norm < 1e-9:
             raise URDFError(f"{where}: joint {uj.name!r} has axis {axis.tolist()}, which has no direction")
+        if abs(norm - 1) > AXIS_ROUNDING:
+            notes.append(f"joint {uj.name!r} has axis {axis.tolist()} of norm {norm:.6g}; normalised")
         axis = axis / norm
         axis[np.abs(axis) < 1e-14] = 0.0
         if uj.type == "planar":
@@ -381,11 +437,28 @@ def _make_joint(uj, parent, placement, inertia, where):
 
 
 def _check_masses(model, notes):
-    """Every moving joint should move some mass or inertia, or M is singular."""
-    liMi, _ = joint_placements(model, ca.DM(neutral(model)))
-    idle = [joint.name for joint, Ic in zip(model.joints, composite_inertias(model, liMi))
-            if np.linalg.eigvalsh(np.array(ca.mtimes(joint.S.T, Ic.act(joint.S))))[0] <= 1e-12]
+    """M is singular exactly when some D_i = S_i^T I^A_i S_i of ABA is (det M is their product):
+    a joint whose subtree has no mass, or one whose motion the joints below it can undo without
+    moving mass (a massless floating root over a revolute joint). ABA's inertia pass runs on
+    numbers at a generic configuration (fixed seed), with pseudo-inverses so that a singular D_i
+    does not spoil its ancestors'; singular there means singular almost everywhere."""
+    if not model.joints:
+        return
+    v = np.random.default_rng(0).uniform(-1, 1, model.nv)
+    liMi, _ = joint_placements(model, integrate(model, ca.DM(neutral(model)), ca.DM(v)))
+    IA = [np.array(j.inertia.matrix()) for j in model.joints]
+    idle = []
+    for i in reversed(range(model.njoints)):
+        joint = model.joints[i]
+        U = IA[i] @ joint.S
+        D = joint.S.T @ U
+        if np.linalg.eigvalsh(D)[0] <= 1e-12 + 1e-11 * np.abs(IA[i]).max():  # kg, kg m^2; rounding
+            idle.append(joint.name)
+        if joint.parent >= 0:
+            Ia = IA[i] - U @ np.linalg.pinv(D, hermitian=True) @ U.T
+            IA[joint.parent] = IA[joint.parent] + np.array(liMi[i].act_inertia(ca.DM(Ia)))
     if idle:
-        notes.append(f"joints {idle} move no mass or inertia along their motion (the links of their subtrees "
-                     f"lack <inertial>?), so the mass matrix is singular: kinematics work, but aba, minverse "
-                     f"and the forward-dynamics derivatives are undefined for this model")
+        notes.append(f"joints {idle[::-1]} have a motion that moves no mass or inertia, with the joints below them "
+                     f"free (links without <inertial>? a massless root link under floating_base=True?), so the "
+                     f"mass matrix is singular: kinematics work, but aba, minverse and the forward-dynamics "
+                     f"derivatives are undefined for this model")

@@ -1,5 +1,6 @@
 """Bad input is refused with an error that names the culprit: URDF documents, then algorithm arguments."""
 import threading
+import warnings
 
 import casadi as ca
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 import casrbd
 from casrbd import URDFError
+from casrbd.models import serial_chain
 
 BOX = '<inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>'
 
@@ -53,6 +55,12 @@ def test_a_valid_base_loads():
     assert model.nq == 1
 
 
+def test_urdf_error_is_a_value_error():
+    with pytest.raises(ValueError):
+        casrbd.load_urdf(robot(link("a"), link("a")))
+    assert issubclass(URDFError, ValueError)
+
+
 # ---- the document ----
 
 def test_malformed_xml_gives_line_and_column():
@@ -64,6 +72,48 @@ def test_doctype_and_entities_are_refused():
            '<robot name="&b;"><link name="a"/></robot>'
     refused(bomb, "DOCTYPE and ENTITY declarations are refused")
     refused('<!DOCTYPE robot SYSTEM "file:///etc/passwd"><robot name="r"><link name="a"/></robot>', "DOCTYPE")
+    refused('<?xml version="1.0"?>\n<!-- x -->\n<!doctype robot>' + robot(link("a")), "line 3: DOCTYPE")
+
+
+def test_the_parser_itself_stops_at_a_doctype():
+    """Second line of defence: the expat parser behind load_urdf refuses a DOCTYPE before its
+    declarations (here given to it directly, past load_urdf's text check)."""
+    from casrbd.urdf import _xml_tree
+    for text in ('<!DOCTYPE r [<!ENTITY a "x">]><robot name="&a;"/>', '<!DOCTYPE r SYSTEM "/etc/passwd"><robot/>'):
+        with pytest.raises(URDFError, match="line 1: DOCTYPE and ENTITY declarations are refused"):
+            _xml_tree(text, "text")
+
+
+def test_an_undeclared_entity_is_malformed_and_predefined_ones_are_text():
+    refused('<robot name="&xxe;"><link name="a"/></robot>', "malformed XML at line 1", "undefined entity")
+    assert casrbd.load_urdf('<robot name="a&amp;b&#33;"><link name="a"/></robot>').name == "a&b!"
+
+
+@pytest.mark.parametrize("kind", ["str", "bytes", "file"])
+def test_a_document_over_max_bytes_is_refused_before_parsing(kind, tmp_path):
+    urdf = robot(link("a"), link("b"), joint("j", "a", "b"))
+    source = {"str": urdf, "bytes": urdf.encode(), "file": tmp_path / "r.urdf"}[kind]
+    (tmp_path / "r.urdf").write_text(urdf)
+    assert casrbd.load_urdf(source, max_bytes=len(urdf)).nq == 1
+    with pytest.raises(URDFError, match=f"larger than the limit of {len(urdf) - 1} bytes"):
+        casrbd.load_urdf(source, max_bytes=len(urdf) - 1)
+    assert casrbd.urdf.MAX_BYTES == 20_000_000
+
+
+def test_text_that_is_not_utf8_names_the_offset():
+    refused(b'<robot name="\xe9"/>', "URDF bytes: not UTF-8 text: byte 0xe9 at offset 13")
+    refused('<robot name="\ud800"/>', "URDF string: not text: lone surrogate '\\ud800' at offset 13")
+
+
+def test_bytes_are_always_a_document_and_a_byte_order_mark_is_allowed():
+    refused(b"robot.urdf", "URDF bytes: malformed XML at line 1, column 0")
+    urdf = robot(link("a"), link("b"), joint("j", "a", "b"))
+    assert casrbd.load_urdf("\ufeff" + urdf).nq == casrbd.load_urdf(b"\xef\xbb\xbf" + urdf.encode()).nq == 1
+
+
+def test_a_missing_file_raises_os_error():
+    with pytest.raises(FileNotFoundError):
+        casrbd.load_urdf("/nonexistent/robot.urdf")
 
 
 def test_root_element_must_be_robot():
@@ -72,6 +122,10 @@ def test_root_element_must_be_robot():
 
 def test_robot_needs_a_name():
     refused('<robot><link name="a"/></robot>', "/robot", "name")
+
+
+def test_robot_needs_a_link():
+    refused('<robot name="r"/>', "<robot> has no <link>")
 
 
 # ---- the elements ----
@@ -174,6 +228,25 @@ def test_an_inertial_needs_an_inertia():
             "link 'b' has an <inertial> without", "<inertia")
 
 
+@pytest.mark.parametrize("inertial, axis, shown", [
+    (_inertial(mass='<mass value="1e10"/>'), "0 0 1", 'link \'b\' has <mass value="1e10">'),
+    (_inertial(inertia='ixx="1e300" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"'), "0 0 1",
+     'link \'b\' has <inertia ixx="1e300">'),
+    ('<inertial><origin xyz="0 -2e9 0"/><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'
+     '</inertial>', "0 0 1", 'link \'b\' has <origin xyz="0 -2e9 0">'),
+    (BOX, "1e308 1e308 0", 'joint \'j\' has <axis xyz="1e308 1e308 0">')])
+def test_dynamics_numbers_beyond_a_billion_are_refused(inertial, axis, shown):
+    """Products of a few such numbers in the algorithms would approach overflow (1e308)."""
+    refused(robot(link("a"), link("b", inertial), joint("j", "a", "b", body=f'<axis xyz="{axis}"/>')),
+            shown, "none beyond 1e+09 in magnitude")
+
+
+def test_limits_far_beyond_a_billion_load():
+    """Exporters write 1e16 for "unlimited" (example-robot-data does); limits do not enter the dynamics."""
+    limit = '<axis xyz="0 0 1"/><limit lower="-1e16" upper="1e16" effort="1e30" velocity="1e30"/>'
+    assert casrbd.load_urdf(robot(link("a"), link("b"), joint("j", "a", "b", body=limit))).joints[0].upper == [1e16]
+
+
 def test_inertia_entries_must_be_finite():
     refused(robot(link("a"), link("b", _inertial(inertia='ixx="nan" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"')),
                   joint("j", "a", "b")), "link 'b'", '<inertia ixx="nan">')
@@ -190,15 +263,27 @@ def test_non_psd_inertia_names_the_link():
 
 
 def test_a_joint_moving_no_mass_warns_naming_the_joint():
-    with pytest.warns(casrbd.URDFWarning, match=r"joints \['j'\] move no mass or inertia.*singular"):
+    with pytest.warns(casrbd.URDFWarning, match=r"joints \['j'\] have a motion that moves no mass.*singular"):
         casrbd.load_urdf(robot(link("a"), link("b", ""), link("c", ""), joint("j", "a", "b"),
                                joint("tip", "b", "c", "fixed", "")))
 
 
 def test_a_joint_moving_only_a_point_mass_on_its_axis_warns_naming_the_joint():
     point = _inertial(inertia='ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"')
-    with pytest.warns(casrbd.URDFWarning, match=r"joints \['spin'\] move no mass"):
+    with pytest.warns(casrbd.URDFWarning, match=r"joints \[.spin.\] have a motion that moves no mass"):
         casrbd.load_urdf(robot(link("a"), link("b", point), joint("spin", "a", "b")))
+
+
+def test_a_massless_floating_root_over_a_revolute_joint_warns():
+    """The free flyer can turn about the joint's axis while the joint turns back, moving no mass."""
+    urdf = robot(link("a", ""), link("b"), joint("j", "a", "b"))
+    with pytest.warns(casrbd.URDFWarning, match=r"joints \['root_joint'\] have a motion that moves no mass"):
+        model = casrbd.load_urdf(urdf, floating_base=True)
+    M = casrbd.crba(model, casrbd.random_configuration(model, np.random.default_rng(1)))
+    assert np.linalg.eigvalsh(M)[0] < 1e-14 * np.linalg.eigvalsh(M)[-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        casrbd.load_urdf(urdf.replace('<link name="a"></link>', link("a")), floating_base=True)
 
 
 def test_zero_axis():
@@ -309,6 +394,16 @@ def test_zero_quaternion_names_q_and_the_joint(flyer):
     q[3:7] = 0
     with pytest.raises(ValueError, match=r"rnea: argument 'q' has a zero quaternion .* for joint 'root_joint'"):
         casrbd.rnea(flyer, q, v, a)
+
+
+@pytest.mark.parametrize("joint_type", ["spherical", "planar", "floating"])
+def test_zero_quaternion_or_cos_sin_pair_is_refused_for_every_normalised_joint(joint_type):
+    model = serial_chain(2, joint_type)
+    q = casrbd.neutral(model)
+    q[model.nq // 2:] = 0  # the second joint's configuration, normalised part included
+    with pytest.raises(ValueError, match=rf"aba: argument 'q' has a zero quaternion \(or cos, sin\) .* "
+                                         rf"for joint 'j1_{joint_type}'"):
+        casrbd.aba(model, q, np.zeros(model.nv), np.zeros(model.nv))
 
 
 def test_nan_in_q_names_q_and_the_entries(flyer):

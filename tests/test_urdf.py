@@ -123,7 +123,7 @@ FULL = """<robot name="full">
   <link name="tool"><inertial><mass value="0.2"/><origin xyz="0 0 0.02"/>
       <inertia ixx="0.0004" ixy="0" ixz="0" iyy="0.0004" iyz="0" izz="0.0002"/></inertial></link>
   <joint name="j_rev" type="revolute"><parent link="base"/><child link="l1"/>
-    <origin xyz="0 0 0.3" rpy="0.3 -0.2 0.1"/><axis xyz="0.3 0.4 1"/>
+    <origin xyz="0 0 0.3" rpy="0.3 -0.2 0.1"/><axis xyz="0.48 0.64 0.6"/>
     <limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
   <joint name="j_cont" type="continuous"><parent link="l1"/><child link="l2"/>
     <origin xyz="0.2 0 0"/><axis xyz="0 1 0"/></joint>
@@ -181,6 +181,15 @@ def test_non_dynamics_elements_and_attributes_are_stripped_silently(capfd):
     assert [j.name for j in model.joints] == ["j"]
     assert model.mass == pytest.approx(1.0)
     assert model.joints[0].upper == pytest.approx([1.0])
+
+
+def test_an_undeclared_namespace_prefix_and_a_default_namespace_are_accepted():
+    """As urdfdom, which does not process namespaces: prefixed tags are stripped like any other."""
+    urdf = """<robot name="r" xmlns="http://example.org/urdf"><xacro:property name="p" value="1"/>
+      <link name="a"/><link name="b"><inertial><mass value="1"/>
+      <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+      <joint name="j" type="continuous"><parent link="a"/><child link="b"/></joint></robot>"""
+    assert [j.name for j in casrbd.load_urdf(urdf).joints] == ["j"]
 
 
 def test_a_file_path_and_bytes_load_like_a_string(tmp_path):
@@ -272,6 +281,65 @@ def test_a_non_physical_link_in_a_non_physical_body_is_refused():
     with pytest.raises(casrbd.URDFError, match=r"link 'antenna' has a negative principal moment.*joint 'j'"):
         casrbd.load_urdf(_one_body(_inertia(0, 0, 0), mass="0.000001", extra_link=ANTENNA,
                                    extra_joint=ANTENNA_JOINT))
+
+
+def test_a_massless_link_with_rotational_inertia_warns():
+    with pytest.warns(URDFWarning, match=r"link 'body' has mass 0 but principal moments .* which no body has"):
+        model = casrbd.load_urdf(_one_body(_inertia(0.01, 0.01, 0.01), mass="0"))
+    assert model.joints[0].inertia.mass == 0 and np.allclose(model.joints[0].inertia.I, 0.01 * np.eye(3))
+
+
+def test_a_massless_link_without_inertia_passes_silently():
+    # the usual virtual link (a tool frame), welded to a physical body: it changes nothing
+    tool = f'<link name="tool"><inertial><mass value="0"/><inertia {_inertia(0, 0, 0)}/></inertial></link>'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        casrbd.load_urdf(_one_body(_inertia(0.02, 0.03, 0.04), extra_link=tool, extra_joint=ANTENNA_JOINT.replace(
+            "antenna", "tool")))
+
+
+# ---- axes ----
+
+def _axis_model(axis):
+    urdf = _one_body(_inertia(0.02, 0.03, 0.04))
+    return casrbd.load_urdf(urdf.replace('<axis xyz="0 0 1"/>', f'<axis xyz="{axis}"/>'))
+
+
+def test_an_axis_of_norm_one_up_to_exporter_digits_is_normalised_silently():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        axis = _axis_model("0.0401398 0.155542 0.987014").joints[0].axis  # romeo's, norm 1 + 6e-7
+    assert np.linalg.norm(axis) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_a_non_unit_axis_warns_and_is_normalised():
+    with pytest.warns(URDFWarning, match=r"joint 'j' has axis \[0.0, 0.0, 2.0\] of norm 2; normalised"):
+        model = _axis_model("0 0 2")
+    assert model.joints[0].axis.tolist() == [0.0, 0.0, 1.0]
+    assert np.array_equal(casrbd.crba(model, [0.3]), casrbd.crba(_axis_model("0 0 1"), [0.3]))
+
+
+# ---- deep trees ----
+
+def test_a_chain_of_200_bodies_loads_and_builds_without_recursion_limits():
+    """URDF to model and rnea/aba Functions, free-flyer root and revolute, prismatic and continuous
+    joints in turn; Python's default recursion limit is 1000."""
+    types = ("revolute", "prismatic", "continuous")
+    inertial = """<inertial><origin xyz="0.05 0 0"/><mass value="0.5"/>
+      <inertia ixx="1e-3" ixy="0" ixz="0" iyy="2e-3" iyz="0" izz="2e-3"/></inertial>"""
+    parts = [f'<robot name="chain"><link name="l0">{inertial}</link>']
+    for k in range(1, 201):
+        limit = '<limit lower="-1" upper="1" effort="1" velocity="1"/>' if types[k % 3] != "continuous" else ""
+        parts.append(f"""<link name="l{k}">{inertial}</link>
+          <joint name="j{k}" type="{types[k % 3]}"><parent link="l{k - 1}"/><child link="l{k}"/>
+          <origin xyz="0.1 0 0" rpy="0 0.3 0"/><axis xyz="{'0 0 1' if k % 2 else '0 1 0'}"/>{limit}</joint>""")
+    model = casrbd.load_urdf("".join(parts) + "</robot>", floating_base=True)
+    assert (model.njoints, model.nv) == (201, 206)
+    assert model.parents == tuple(range(-1, 200))
+    rng = np.random.default_rng(0)
+    q, v, tau = casrbd.random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    a = casrbd.aba(model, q, v, tau)
+    assert np.max(np.abs(casrbd.rnea(model, q, v, a) - tau)) <= 1e-9 * max(1.0, np.max(np.abs(tau)))
 
 
 # ---- mimic joints ----
