@@ -23,6 +23,7 @@ calls one: only load libraries and serialized Functions you built or trust.
 """
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -35,12 +36,13 @@ import casadi as ca
 
 from .functions import function
 
-# -O3 without the passes that look for redundant computations and loads: casadi's graphs are already free
-# of common subexpressions (ca.cse) and straight-line, so these passes find next to nothing, yet they take
-# most of gcc's time on large graphs (gcc -ftime-report on talos_full_v2's aba_derivatives, 325k
-# instructions: 62 s of CPU with PRE and hoisting off, 43 s with load CSE after reload off too; plain -O3:
-# PRE alone is two thirds of the time on solo12's). Run times are unchanged within noise.
-DEFAULT_FLAGS = ("-O3", "-fno-tree-pre", "-fno-code-hoisting", "-fno-gcse-after-reload")
+# -O3 for this machine's CPU (a library built here runs here: fused multiply-adds and wide registers make
+# aba_derivatives of solo12 1.8x faster), without the passes that look for redundant computations and
+# loads: casadi's graphs are straight-line and already free of common subexpressions (ca.cse), so these
+# find next to nothing, yet take most of gcc's time on large graphs (gcc -ftime-report, talos_full_v2's
+# aba_derivatives, 325k instructions: 62 s of CPU with PRE and hoisting off, 43 s with load CSE after
+# reload off too; PRE alone is two thirds of plain -O3's time on solo12's). Run times are unchanged.
+DEFAULT_FLAGS = ("-O3", "-march=native", "-fno-tree-pre", "-fno-code-hoisting", "-fno-gcse-after-reload")
 PROGRESS_SECONDS = 15   # a large graph takes minutes at -O3: say every so often that it is still going
 VERBOSE_INSTRUCTIONS = 20000
 
@@ -81,6 +83,13 @@ def cache_dir():
     if os.environ.get("CASRBD_CACHE"):
         return Path(os.environ["CASRBD_CACHE"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "casrbd"
+
+
+def _cpu():
+    """This machine's CPU model and features: -march=native code must not be loaded on another CPU."""
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.exists() else []
+    return platform.processor() + "".join(sorted({l for l in lines if l.startswith(("model name", "flags"))}))
 
 
 def find_compiler(compiler=None):
@@ -212,9 +221,10 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
 
     ``name``: the library name, prefix of casadi's helper symbols (default:
     the first Function's name). ``flags``: compiler flags, ``DEFAULT_FLAGS``
-    (-O3 without the passes that find nothing in casadi's code) by default;
-    ``("-O1",)`` compiles graphs of 100k instructions and more faster still. ``compiler``: name or path of the C
-    compiler (default: $CC, else cc, gcc or clang). ``verbose``: print
+    (-O3 for this CPU, without the passes that find nothing in casadi's
+    code) by default; drop ``-march=native`` for a library to copy elsewhere;
+    ``("-O1",)`` compiles graphs of 100k instructions and more faster still.
+    ``compiler``: name or path of the C compiler (default: $CC, else cc, gcc or clang). ``verbose``: print
     progress and the compile time to stderr (default: for graphs of more
     than ``VERBOSE_INSTRUCTIONS`` instructions)."""
     functions = [functions] if isinstance(functions, ca.Function) else list(functions)
@@ -225,7 +235,7 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     check_names(functions, name)
     compiler = find_compiler(compiler)
     # a Function's serialization holds its custom Jacobian and the model's constants
-    key = hashlib.sha256("\0".join([ca.__version__, compiler, *flags, name] +
+    key = hashlib.sha256("\0".join([ca.__version__, compiler, *flags, name, _cpu()] +
                                    [f.serialize() for f in functions]).encode()).hexdigest()[:20]
     # the key is in the path: a library loaded by path is never replaced by another build
     build = cache_dir() / f"{name}-{key}"
