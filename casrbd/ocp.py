@@ -163,6 +163,12 @@ def skeleton(model, q, frames=()):
     return segments
 
 
+def snapshot_path(path):
+    """Where an example writes the snapshots of its plot ``PATH.png``: ``PATH_snapshots.png``."""
+    path = str(path)
+    return (path[:-4] if path.endswith(".png") else path) + "_snapshots.png"
+
+
 def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), strip=False, labels=None):
     """Stick figures of the configurations ``qs`` in one figure, written as a PNG to ``path``.
 

@@ -91,12 +91,8 @@ def plot(result, path, snapshots=8):
     ocp.plot_series(path, result["t"], {"q [rad]": result["q"], "v [rad/s]": result["v"],
                                         "tau [Nm]": result["tau"]}, title=f"{result['model'].name} point to point")
     picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(result["model"], result["q"][picks], snapshot_path(path), frames=(result["tool"],),
+    ocp.plot_snapshots(result["model"], result["q"][picks], ocp.snapshot_path(path), frames=(result["tool"],),
                        title=f"{result['model'].name}: {snapshots} snapshots (light to dark)")
-
-
-def snapshot_path(path):
-    return str(path)[:-4] + "_snapshots.png" if str(path).endswith(".png") else str(path) + "_snapshots.png"
 
 
 def main(argv=None):

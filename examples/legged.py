@@ -135,13 +135,9 @@ def plot(result, path, snapshots=8):
                               "foot F_z [N]": result["forces"][:, 2, :]}, title="solo12 jump")
     picks = np.linspace(0, len(q) - 1, snapshots).round().astype(int)
     phase = ["stance" if k == len(q) - 1 or result["contact"][k] else "flight" for k in picks]
-    ocp.plot_snapshots(result["model"], q[picks], snapshot_path(path), frames=result["feet"],
+    ocp.plot_snapshots(result["model"], q[picks], ocp.snapshot_path(path), frames=result["feet"],
                        title="solo12 jump", planes=("xz",), strip=True,
                        labels=[f"t = {t[k]:.2f} s ({p})" for k, p in zip(picks, phase)])
-
-
-def snapshot_path(path):
-    return str(path)[:-4] + "_snapshots.png" if str(path).endswith(".png") else str(path) + "_snapshots.png"
 
 
 def main(argv=None):

@@ -24,7 +24,7 @@ import casrbd
 from casrbd import ocp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from arm_p2p import Q_GOAL, Q_START, load_arm, snapshot_path  # noqa: E402  (the same arm and limits)
+from arm_p2p import Q_GOAL, Q_START, load_arm  # noqa: E402  (the same arm and limits)
 
 
 def simulate(model, q, v, tau, duration, substeps=10):
@@ -120,7 +120,7 @@ def plot(result, path, snapshots=6):
                                         "IPOPT iterations": [x["iterations"] for x in result["solves"]]},
                     title=f"{result['model'].name} MPC (closed loop)")
     picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(result["model"], result["q"][picks], snapshot_path(path), frames=(result["tool"],),
+    ocp.plot_snapshots(result["model"], result["q"][picks], ocp.snapshot_path(path), frames=(result["tool"],),
                        title=f"{result['model'].name} MPC: {snapshots} snapshots (light to dark)")
 
 
