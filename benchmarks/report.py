@@ -46,6 +46,31 @@ def mismatches(results):
     return bad
 
 
+MISSED = """### Why targets are missed, and what would close them
+
+- **∂FD on the humanoids (and the 12-body chain).** The analytical ∂FD is aba, the ID derivatives, the
+  dedicated M⁻¹ and the products M⁻¹ ∂τ/∂q, M⁻¹ ∂τ/∂v (seed 003 eq. 24). The products are
+  2 nv · nnz(∂τ) multiply-adds, about 200k of the 325k instructions on talos_full_v2: casadi writes them
+  as scalar straight-line code, Eigen inside Pinocchio as vectorised dense products. AZA (ABA passes on
+  the columns) does not help at this size: its graph is as large. What would close it: emit the products
+  as dense vectorisable loops (an MX Function composing the SX parts with a dense `mtimes`, compiled with
+  the vector units in use) or as a BLAS call, and skip M⁻¹ when only ∂a/∂q, ∂a/∂v are wanted.
+- **Analytical ∂ID graph at most ⅓ of AD's on the humanoids.** IDSVA is 0.36x AD on talos_full_v2 and
+  0.43x on talos_reduced. Per pair of joints on one branch it costs about 67 operations (dot products of
+  world-frame 6-vectors, which are dense); per body about 500 (world-frame inertia, body Coriolis matrix
+  by its structure, the t1..t4 products). The 6-dof free-flyer pairs with every joint, so about half the
+  pair terms are the base's. What would close it: express the base rows and columns in the base frame
+  (S = identity there), and the per-body terms of revolute joints in local frames where S is a unit
+  vector.
+- **gcc time of talos_full_v2's ∂FD.** 22.6 s with the default flags (plain -O3: 62 s of CPU, by
+  `gcc -ftime-report`); gcc's time grows faster than linearly with the size of one function. Splitting
+  the Function into several C functions (the MX composition above) would bring it under 20 s.
+- **Compiled FD on hyq and the 12-body chain** are 0.37x and 0.8x Pinocchio's aba. The chain's spherical,
+  planar and free-flyer joints solve their 3x3 and 6x6 D blocks by LDLᵀ on entries and transform
+  articulated inertias as dense 6x6 matrices; a structured transform of the symmetric 6x6 inertia
+  (Featherstone's) would cut both."""
+
+
 def _flags(o1_above):
     default = "gcc " + " ".join(codegen.DEFAULT_FLAGS)
     if o1_above == float("inf"):
@@ -198,7 +223,7 @@ def write(results, out):
                 "Written by `python -m benchmarks`. Timings on a machine shared with other jobs are noisy; "
                 "compare figures within one run (each record names its run).",
                 "## Runs", _runs(results), "## Correctness", _correctness(bad), "## Targets",
-                _targets(results["table1"])]
+                _targets(results["table1"]), MISSED]
     for part, section in (("table1", _table1), ("scaling", _scaling), ("accuracy", _accuracy)):
         sections.append(section(results) if results[part] else f"{TITLES[part]}\n\nnot run")
     (out / "report.md").write_text("\n\n".join(sections) + "\n")
