@@ -29,17 +29,11 @@ from arm_p2p import Q_GOAL, Q_START, load_arm  # noqa: E402  (the same arm and l
 
 def simulate(model, q, v, tau, duration, substeps=10):
     """The plant: RK4 steps of the numeric aba over ``duration`` with tau held."""
-    h = duration / substeps
-
-    def f(x):
-        return np.r_[x[model.nq:], casrbd.aba(model, x[:model.nq], x[model.nq:], tau)]
+    def ode(x, u):
+        return np.r_[x[model.nq:], casrbd.aba(model, x[:model.nq], x[model.nq:], u)]
     x = np.r_[q, v]
     for _ in range(substeps):
-        k1 = f(x)
-        k2 = f(x + h / 2 * k1)
-        k3 = f(x + h / 2 * k2)
-        k4 = f(x + h * k3)
-        x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        x = ocp.rk4(ode, x, tau, duration / substeps)
     return x[:model.nq], x[model.nq:]
 
 
