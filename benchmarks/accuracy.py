@@ -26,7 +26,7 @@ QUICK_ROBOTS = ("double_pendulum",)
 STEPS = tuple(10.0 ** -k for k in range(1, 12))
 QUICK_STEPS = (1e-3, 1e-6, 1e-9)
 KINDS = {"rnea": ("dID ad", ("dID chain_rule", "dID idsva")),
-         "aba": ("dFD ad", ("dFD chain_rule/dmm", "dFD chain_rule/aza", "dFD idsva/dmm", "dFD idsva/aza"))}
+         "aba": ("dFD ad", ("dFD chain_rule/dmm", "dFD chain_rule/aza", "dFD idsva/dmm", "dFD idsva/aza", "dFD idsva/ltdl"))}
 OUTPUTS = ("d/dq", "d/dv", "d/dx")
 
 

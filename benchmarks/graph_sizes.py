@@ -11,7 +11,8 @@ ROBOTS = ("arm7", "ur5", "panda", "double_pendulum", "solo12", "hyq", "talos_red
 CORE = ("rnea", "aba", "crba", "minverse")
 DERIVATIVES = (("rnea_derivatives", {"method": "chain_rule"}), ("rnea_derivatives", {"method": "idsva"}),
                ("rnea_derivatives", {"method": "ad"}), ("aba_derivatives", {"method": "chain_rule"}),
-               ("aba_derivatives", {"method": "idsva"}), ("aba_derivatives", {"method": "idsva", "minv_product": "aza"}),
+               ("aba_derivatives", {"method": "idsva"}), ("aba_derivatives", {"method": "idsva", "minv_product": "dmm"}),
+               ("aba_derivatives", {"method": "idsva", "minv_product": "aza"}),
                ("aba_derivatives", {"method": "ad"}))
 
 

@@ -11,7 +11,7 @@ from .table1 import ENTRIES  # noqa: E402
 
 TREE_STYLE = {"serial": "-", "bf2": "-.", "bf5": "--"}
 RATIO_ENTRIES = ("ID", "dID chain_rule", "dID idsva", "dID ad", "FD", "dFD chain_rule/dmm", "dFD idsva/dmm",
-                 "dFD idsva/aza", "dFD ad", "Minv", "Minv ldl")
+                 "dFD idsva/aza", "dFD idsva/ltdl", "dFD ad", "Minv", "Minv ldl")
 
 
 def _legend(ax, **options):

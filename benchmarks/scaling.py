@@ -27,7 +27,7 @@ TREES = {"serial": 1, "bf2": 2, "bf5": 5}
 QUICK_TREES = ("serial", "bf2")
 GRID = (2, 5, 10, 20, 50, 100, 200)
 QUICK_GRID = (2, 3)
-METHODS = ("dID idsva", "dID chain_rule", "dID ad", "dFD idsva/dmm", "dFD idsva/aza")
+METHODS = ("dID idsva", "dID chain_rule", "dID ad", "dFD idsva/dmm", "dFD idsva/aza", "dFD idsva/ltdl")
 LIMIT = 5e6
 LIMITS = {"dID ad": 1e6}
 

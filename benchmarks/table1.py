@@ -68,6 +68,8 @@ ENTRIES = {
                            _function("aba_derivatives", method="idsva", minv_product="dmm")),
     "dFD idsva/aza": Entry("∂FD IDSVA, AZA", "aba_derivatives",
                            _function("aba_derivatives", method="idsva", minv_product="aza")),
+    "dFD idsva/ltdl": Entry("∂FD IDSVA, LTDL", "aba_derivatives",
+                            _function("aba_derivatives", method="idsva", minv_product="ltdl")),
     "dFD ad": Entry("∂FD AD", "aba_derivatives", _function("aba_derivatives", method="ad")),
     "dFD fd": Entry("∂FD finite differences", "aba_derivatives", lambda m: fd_function(m, "aba"), True),
     "Minv": Entry("M⁻¹ dedicated (minverse)", "minverse", _function("minverse")),

@@ -9,8 +9,8 @@ from .table1 import ROBOTS
 
 HUMANOIDS = ("talos_reduced", "talos_full_v2")
 ID_ANALYTICAL = ("dID chain_rule", "dID idsva")
-FD_ANALYTICAL = ("dFD chain_rule/dmm", "dFD chain_rule/aza", "dFD idsva/dmm", "dFD idsva/aza")
-DEFAULT_FD = "dFD idsva/dmm"  # casrbd's default aba_derivatives (method="idsva", minv_product="dmm")
+FD_ANALYTICAL = ("dFD chain_rule/dmm", "dFD chain_rule/aza", "dFD idsva/dmm", "dFD idsva/aza", "dFD idsva/ltdl")
+DEFAULT_FD = "dFD idsva/ltdl"  # casrbd's default aba_derivatives (method="idsva", minv_product="ltdl")
 
 
 class Check:

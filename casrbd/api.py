@@ -173,11 +173,13 @@ def rnea_derivatives(model, q, v, a, f_ext=None, method="idsva"):
     return evaluate("rnea_derivatives", model, q, v, a, f_ext=f_ext, method=method)
 
 
-def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="dmm"):
+def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl"):
     """(da/dq, da/dv, da/dtau = M^-1) from the ID derivatives at a = aba(q, v, tau).
 
     ``method`` picks the ID derivatives ("ad": AD of the aba graph);
-    ``minv_product``: "dmm" multiplies by M^-1, "aza" runs ABA with zero
+    ``minv_product``: "ltdl" back-substitutes with the sparse factorization
+    M = L^T D L (Featherstone RBDA 6.5; the smallest and fastest), "dmm"
+    multiplies by M^-1 from the dedicated recursion, "aza" runs ABA with zero
     velocity and gravity on the columns (seed 004 section IV-E)."""
     return evaluate("aba_derivatives", model, q, v, tau, f_ext=f_ext, method=method, minv_product=minv_product)
 

@@ -20,7 +20,8 @@ from .models import DEFAULT_ROBOT, load_robot
 CORE_FUNCTIONS = ("rnea", "nonlinear_effects", "generalized_gravity", "crba", "aba", "minverse")
 ID_METHODS = (("chain_rule", {}), ("idsva", {}), ("ad", {}))
 FD_METHODS = (("chain_rule", {"minv_product": "dmm"}), ("chain_rule", {"minv_product": "aza"}),
-              ("idsva", {"minv_product": "dmm"}), ("idsva", {"minv_product": "aza"}), ("ad", {}))
+              ("idsva", {"minv_product": "dmm"}), ("idsva", {"minv_product": "aza"}),
+              ("idsva", {"minv_product": "ltdl"}), ("ad", {}))
 
 
 def vm_time(fun, args, repeat=5):

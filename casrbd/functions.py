@@ -21,7 +21,7 @@ def _rnea_derivatives(model, q, v, a, f_ext=None, method="idsva"):
     return ID_DERIVATIVES[method](model, q, v, a, f_ext)
 
 
-def _aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="dmm"):
+def _aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl"):
     if method == "ad":
         return ad.aba_derivatives(model, q, v, tau, f_ext)
     return fd_derivatives.aba_derivatives(model, q, v, tau, f_ext, ID_DERIVATIVES[method], minv_product)
@@ -51,7 +51,7 @@ SPECS = {
     "rnea_derivatives": Spec(_rnea_derivatives, ("q", "v", "a"), ("dtau_dq", "dtau_dv", "dtau_da"), f_ext=True,
                              options={"method": "idsva"}),
     "aba_derivatives": Spec(_aba_derivatives, ("q", "v", "tau"), ("da_dq", "da_dv", "da_dtau"), f_ext=True,
-                            options={"method": "idsva", "minv_product": "dmm"}),
+                            options={"method": "idsva", "minv_product": "ltdl"}),
     "kinematics_derivatives": Spec(chain_rule.kinematics_derivatives, ("q", "v", "a"),
                                    ("dv_dq", "dv_dv", "da_dq", "da_dv", "da_da"), options={"frame": None}),
 }
@@ -146,7 +146,9 @@ def _build(model, name, spec, symbolic, f_ext, options, jac_options):
     fopts = {}
     if jac_options is not None:
         fopts = {"custom_jacobian": _custom_jacobian(model, name, fname, args, kwargs, outs[0], jac_options),
-                 "jac_penalty": 0}
+                 # it serves Jacobians and many directions; one adjoint (a gradient, and the exact
+                 # Hessian's forward-over-reverse) goes through AD of the smaller rnea/aba graph
+                 "jac_penalty": 0.5}
     return ca.Function(fname, args, outs, names, list(spec.outputs), fopts)
 
 

@@ -49,6 +49,10 @@ class Model:
         self.supports = tuple(supports)
         self.subtree = tuple(tuple(k for k in range(len(self.joints)) if i in self.supports[k])
                              for i in range(len(self.joints)))
+        # the tree of the velocity coordinates: a joint's dofs form a chain below its parent's last dof
+        self.dof_parents = tuple(k - 1 if k > j.idx_v else (self.joints[j.parent].idx_v + self.joints[j.parent].nv - 1
+                                                             if j.parent >= 0 else -1)
+                                 for j in self.joints for k in range(j.idx_v, j.idx_v + j.nv))
         self._joint_index = {n: i for i, n in enumerate(names)}
         self._frame_index = {f.name: i for i, f in enumerate(self.frames)}
 

@@ -26,7 +26,7 @@ N_STATES = 5
 SCALE = 1.3                   # norm of every quaternion and planar (cos, sin) pair
 ROBOTS = ("random", "solo12")  # every joint type (free-flyer root); a free-flyer URDF robot
 METHODS = ("chain_rule", "idsva")
-PRODUCTS = ("dmm", "aza")
+PRODUCTS = ("dmm", "aza", "ltdl")
 
 # (function, jacobian options): rnea with each method, aba with each method and product
 VARIANTS = [("rnea", {"method": m}) for m in METHODS] + \

@@ -11,7 +11,7 @@ three references that do not share its code:
   accuracy, 1e-5).
 
 Then identities: da/du = -M^-1 dtau/du at a = aba(q, v, tau), dtau/da = crba,
-da/dtau = minverse, minv_product "aza" = "dmm"; SX and MX Functions of the
+da/dtau = minverse, minv_product "aza" = "ltdl" = "dmm"; SX and MX Functions of the
 derivatives agree; and the rounding experiment of seed 003 section V-B.
 
 Errors are relative: max |x - y| / max(1, max |y|) with y the reference.
@@ -38,7 +38,7 @@ IDENTITY_TOL = 1e-10
 FD_STEP = 1e-6
 METHODS = ("chain_rule", "idsva")
 ALL_METHODS = METHODS + ("ad",)
-PRODUCTS = ("dmm", "aza")
+PRODUCTS = ("dmm", "aza", "ltdl")
 WITH_F_EXT = pytest.mark.parametrize("with_f_ext", [False, True], ids=["no_f_ext", "f_ext"])
 
 
@@ -242,17 +242,18 @@ def test_aba_derivatives_are_minus_minv_times_rnea_derivatives(case, method, wit
 
 @WITH_F_EXT
 @pytest.mark.parametrize("method", METHODS)
-def test_aza_equals_dmm(case, method, with_f_ext):
+@pytest.mark.parametrize("product", ("aza", "ltdl"))
+def test_products_equal_dmm(case, method, product, with_f_ext):
     m = case.model
     errors = {n: [] for n in NAMES_FD}
     for q, v, tau, F in case.states:
         F = case.forces(F, with_f_ext)
-        aza = casrbd.aba_derivatives(m, q, v, tau, F, method=method, minv_product="aza")
+        got = casrbd.aba_derivatives(m, q, v, tau, F, method=method, minv_product=product)
         dmm = casrbd.aba_derivatives(m, q, v, tau, F, method=method, minv_product="dmm")
-        for n, x, y in zip(NAMES_FD, aza, dmm):
+        for n, x, y in zip(NAMES_FD, got, dmm):
             errors[n].append(rel_err(x, y))
     for n, errs in errors.items():
-        assert_below(errs, IDENTITY_TOL, f"{case.name} {method} {n}: aza vs dmm")
+        assert_below(errs, IDENTITY_TOL, f"{case.name} {method} {n}: {product} vs dmm")
 
 
 @pytest.mark.parametrize("method", ALL_METHODS)

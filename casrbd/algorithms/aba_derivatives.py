@@ -1,28 +1,49 @@
 """Derivatives of forward dynamics from those of inverse dynamics.
 
 Seed 003 eq. (24) (seed 004 eq. 5): da/du = -M^-1 dtau/du at a = aba(q, v, tau),
-u in {q, qd}, and da/dtau = M^-1 from the dedicated ``minverse`` recursion.
-The product with M^-1 is either a direct matrix multiplication (DMM) or,
-after seed 004 section IV-E, ABA with zero velocity and gravity applied to
-each column of dtau/du, reusing the articulated inertias of M^-1 (AZA).
+u in {q, qd}, and da/dtau = M^-1. The products with M^-1 are:
+  dmm   M^-1 from the dedicated ``minverse`` recursion, then matrix products (DMM);
+  aza   after seed 004 section IV-E, ABA with zero velocity and gravity applied to
+        each column of dtau/du, reusing the articulated inertias of M^-1 (AZA);
+  ltdl  the sparse factorization M = L^T D L of the M that the ID derivatives
+        return (``ltdl.py``), then back-substitutions on the columns and the identity.
+Under a free-flyer root r the columns of dq_r are closed-form: moving the
+whole tree only turns gravity in the base frame, g_b = R^T g, which acts as
+the base's linear acceleration (see ``idsva.py``), so da/dq_r is zero but for
+the base's linear rows along rotations, [g_b]x; those columns skip the product.
 """
 import casadi as ca
 
+from ..spatial import skew, symmetric
+from . import ltdl
 from .aba import aba
+from .idsva import floating_roots
 from .kinematics import joint_placements
 from .minverse import articulated_inertias, minv_product
 
-PRODUCTS = ("dmm", "aza")
+PRODUCTS = ("dmm", "aza", "ltdl")
 
 
 def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="dmm"):
     """(da/dq, da/dqd, da/dtau = M^-1); ``id_derivatives`` is an ID-derivative algorithm."""
     a = aba(model, q, v, tau, f_ext)
-    dtau_dq, dtau_dv, _ = id_derivatives(model, q, v, a, f_ext)
+    dtau_dq, dtau_dv, M = id_derivatives(model, q, v, a, f_ext)
     liMi, _ = joint_placements(model, q)
-    art = articulated_inertias(model, liMi)
-    Minv = minv_product(model, art, ca.DM.eye(model.nv), upper=True)
-    if product == "dmm":
-        return -ca.mtimes(Minv, dtau_dq), -ca.mtimes(Minv, dtau_dv), Minv
-    da = -minv_product(model, art, ca.horzcat(dtau_dq, dtau_dv))
-    return da[:, :model.nv], da[:, model.nv:], Minv
+    roots = floating_roots(model)
+    for r in roots:
+        c = model.joints[r].idx_v
+        dtau_dq = ca.horzcat(dtau_dq[:, :c], ca.DM(model.nv, 6), dtau_dq[:, c + 6:])
+    B = ca.horzcat(dtau_dq, dtau_dv)
+    if product == "ltdl":
+        factors = ltdl.factorize(model, M)
+        Minv = symmetric(ltdl.solve(model, factors, ca.DM.eye(model.nv)))
+        da = -ltdl.solve(model, factors, B)
+    else:
+        art = articulated_inertias(model, liMi)
+        Minv = minv_product(model, art, ca.DM.eye(model.nv), upper=True)
+        da = -ca.mtimes(Minv, B) if product == "dmm" else -minv_product(model, art, B)
+    da_dq = da[:, :model.nv]
+    for r in roots:
+        c = model.joints[r].idx_v
+        da_dq[c:c + 3, c + 3:c + 6] = skew(ca.mtimes(liMi[r].R.T, model.gravity))
+    return da_dq, da[:, model.nv:], Minv

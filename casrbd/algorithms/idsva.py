@@ -11,15 +11,24 @@ frame. Glossary (code -> paper):
   t1 .. t4  the lines 13-16 temporaries, kept per joint for the subtree products;
             t1 also gives dtau/dqdd = M (M_ki = t1_k^T S_i), so no separate CRBA
 As in seed 003, dtau/dq is taken on the tangent space (q (+) delta).
+
+A tree under a free-flyer root is worked in that root body's frame instead
+of the world's: tau does not change when the whole tree moves, except
+through gravity, which the base sees as g_b = R^T g. There S of the root is
+the identity (its pair terms with every joint become selections), and its
+dtau/dq columns are closed-form: zero along translations and, as g_b acts
+as the base's linear acceleration a_b - g_b, -M[:, 0:3] [g_b]x along
+rotations (R -> R exp(dth) gives g_b -> g_b + [g_b]x dth).
 """
 from typing import NamedTuple
 
 import casadi as ca
 
-from ..spatial import ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
+import numpy as np
+
+from ..spatial import SE3, ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
 from .crba import assemble
 from .kinematics import joint_placements
-from .rnea import base_acceleration
 
 
 class Coriolis2(NamedTuple):
@@ -56,23 +65,46 @@ class Coriolis2(NamedTuple):
         return 2 * cross(self.fl, lin(S)) + ca.mtimes(self.W, Sa) + cross(self.fa, Sa)
 
 
+def floating_roots(model):
+    return [i for i, j in enumerate(model.joints) if j.parent < 0 and j.type == "floating"]
+
+
+def tree_frame_placements(model, q):
+    """Placements of the joints in their tree's frame (a free-flyer root body's, else
+    the world), and the gravity acceleration a_0 = -a_g of each root in that frame."""
+    liMi, _ = joint_placements(model, q)
+    g = model.gravity.reshape(3, 1)
+    oMi, a0 = [], {}
+    for i, joint in enumerate(model.joints):
+        if joint.parent >= 0:
+            oMi.append(oMi[joint.parent] * liMi[i])
+        elif joint.type == "floating":
+            oMi.append(SE3.identity())
+            a0[i] = ca.vertcat(-ca.mtimes(liMi[i].R.T, g), ca.DM.zeros(3, 1))
+        else:
+            oMi.append(liMi[i])
+            a0[i] = np.vstack([-g, np.zeros((3, 1))])
+    return oMi, a0
+
+
 def idsva(model, q, v, a, f_ext=None):
     """(dtau/dq, dtau/dqd, dtau/dqdd = M)."""
-    _, oMi = joint_placements(model, q)
+    oMi, a0 = tree_frame_placements(model, q)
     n = model.njoints
     oS, Sd, Psid, Psidd, IC, BC2, fC = ([None] * n for _ in range(7))
     ov, oa = [None] * n, [None] * n
-    a0, zero = base_acceleration(model), ca.DM.zeros(6, 1)
+    zero = ca.DM.zeros(6, 1)
     # forward pass, lines 1-11
     for i, joint in enumerate(model.joints):
         p = joint.parent
-        v_p, a_p = (zero, a0) if p < 0 else (ov[p], oa[p])
+        v_p, a_p = (zero, a0[i]) if p < 0 else (ov[p], oa[p])
         oS[i] = oMi[i].act_motion(joint.S)
         vJ = ca.mtimes(oS[i], v[model.v_slice(i)])
         ov[i] = v_p + vJ
-        oa[i] = a_p + ca.mtimes(oS[i], a[model.v_slice(i)]) + motion_cross(ov[i], vJ)
-        Sd[i] = motion_cross(ov[i], oS[i])
+        oa[i] = a_p + ca.mtimes(oS[i], a[model.v_slice(i)]) + motion_cross(v_p, vJ)  # v_i x vJ, as vJ x vJ = 0
         Psid[i] = motion_cross(v_p, oS[i])
+        # v_i x S_i = v_p x S_i + qd_i S_i x S_i, and S x S = 0 for one column
+        Sd[i] = Psid[i] if joint.nv == 1 else motion_cross(ov[i], oS[i])
         Psidd[i] = motion_cross(a_p, oS[i]) + motion_cross(v_p, Psid[i])
         I = oMi[i].act_inertia(joint.inertia)
         IC[i] = I
@@ -104,4 +136,8 @@ def idsva(model, q, v, a, f_ext=None):
             IC[p] = IC[p] + IC[i]
             BC2[p] = BC2[p] + BC2[i]
             fC[p] = fC[p] + fC[i]
+    for r in floating_roots(model):
+        minus_gx = skew(lin(a0[r]))  # -[g_b]x
+        for k in model.subtree[r]:
+            dq[k, r] = ca.horzcat(ca.DM(model.joints[k].nv, 3), ca.mtimes(M[k, r][:, :3], minus_gx))
     return assemble(model, dq), assemble(model, dv), assemble(model, M)
