@@ -89,19 +89,20 @@ def scaling_time(scaling, path):
 
 
 def dmm_vs_aza(scaling, path):
-    """AZA / DMM ratio of graph size and compiled time (below 1: AZA wins)."""
+    """AZA / DMM and LTDL / DMM ratios of graph size and compiled time (below 1: the other product wins)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, field, label in zip(axes, ("instructions", "c_min"), ("instructions", "compiled time")):
-        for tree in _trees(scaling):
-            dmm = dict(series(scaling, tree, "dFD idsva/dmm", field))
-            aza = dict(series(scaling, tree, "dFD idsva/aza", field))
-            both = sorted(set(dmm) & set(aza))
-            if both:
-                ax.semilogx(both, [aza[n] / dmm[n] for n in both], TREE_STYLE.get(tree, ":"), marker="o",
-                            label=tree)
+        for other, marker in (("aza", "o"), ("ltdl", "s")):
+            for tree in _trees(scaling):
+                dmm = dict(series(scaling, tree, "dFD idsva/dmm", field))
+                x = dict(series(scaling, tree, f"dFD idsva/{other}", field))
+                both = sorted(set(dmm) & set(x))
+                if both:
+                    ax.semilogx(both, [x[n] / dmm[n] for n in both], TREE_STYLE.get(tree, ":"), marker=marker,
+                                label=f"{other.upper()} {tree}")
         ax.axhline(1, color="k", lw=0.8)
         ax.set_xlabel("N (bodies)")
-        ax.set_ylabel(f"AZA / DMM {label}")
+        ax.set_ylabel(f"product / DMM {label}")
         _legend(ax)
     _save(fig, path)
 

@@ -151,12 +151,15 @@ def _scaling(results):
                          us(net_time(pin)) or "n/a", f"{e['err_vs_pinocchio']:.1e} {check_mark(e)}"])
     for tree, stop in ad_stops(results["scaling"]).items():
         notes.append(f"- {tree}: AD " + (f"stops after N = {stop[0]}: {stop[1]}" if stop else "built at every N"))
-    notes.append("\nDMM vs AZA for ∂FD (IDSVA): where AZA (ABA sweeps over the 2·nv columns, O(N²)) gets below "
-                 "DMM (the O(N³) product with M⁻¹) for good:\n")
-    for tree, (sizes, times) in crossovers(results["scaling"]).items():
-        notes.append(f"- {tree}: " + ", ".join(
-            f"{what} from N = {n}" if n else f"{what} at no N measured" for what, n in
-            (("in instructions", sizes), ("in compiled time", times))))
+    products = {"dFD idsva/aza": "AZA (ABA sweeps over the 2·nv columns, O(N²))",
+                "dFD idsva/ltdl": "LTDL (back-substitution with the sparse factor M = LᵀDL, O(N·depth) per column)"}
+    for key, text in products.items():
+        notes.append(f"\nDMM (the O(N³) product with M⁻¹) vs {text} for ∂FD (IDSVA): where it gets below DMM "
+                     "for good:\n")
+        for tree, (sizes, times) in crossovers(results["scaling"], key).items():
+            notes.append(f"- {tree}: " + ", ".join(
+                f"{what} from N = {n}" if n else f"{what} at no N measured" for what, n in
+                (("in instructions", sizes), ("in compiled time", times))))
     return "\n\n".join([
         TITLES["scaling"],
         "Trees of N revolute joints with random axes (`random_tree(N, ('revolute',), branching=b)`): serial "

@@ -93,15 +93,15 @@ def ad_stops(scaling):
     return out
 
 
-def crossovers(scaling):
-    """tree -> (N from which AZA's graph is smaller than DMM's, N from which AZA is faster compiled);
-    None where AZA is not below DMM at the largest N measured."""
+def crossovers(scaling, other="dFD idsva/aza"):
+    """tree -> (N from which ``other``'s graph is smaller than DMM's, N from which it is faster compiled);
+    None where it is not below DMM at the largest N measured."""
     out = {}
     for tree in sorted({rec["tree"] for rec in scaling.values()}):
         found = []
         for field in ("instructions", "c_min"):
             dmm = dict(series(scaling, tree, "dFD idsva/dmm", field))
-            aza = dict(series(scaling, tree, "dFD idsva/aza", field))
+            aza = dict(series(scaling, tree, other, field))
             both = sorted(set(dmm) & set(aza))
             above = [n for i, n in enumerate(both) if all(aza[m] < dmm[m] for m in both[i:])]
             found.append(above[0] if above else None)

@@ -456,11 +456,11 @@ def test_minv_product_is_not_an_option_of_rnea_derivatives():
         casrbd.function(m, "rnea_derivatives", minv_product="aza")
 
 
-def test_default_method_is_idsva():
+def test_default_method_is_idsva_and_product_ltdl():
     m = get_model("random")
     q, v, a, F = random_state(m, np.random.default_rng(1))
     for x, y in zip(casrbd.rnea_derivatives(m, q, v, a, F), casrbd.rnea_derivatives(m, q, v, a, F, method="idsva")):
         assert np.array_equal(x, y)
     assert casrbd.function(m, "rnea_derivatives") is casrbd.function(m, "rnea_derivatives", method="idsva")
     assert casrbd.function(m, "aba_derivatives") is casrbd.function(m, "aba_derivatives", method="idsva",
-                                                                      minv_product="dmm")
+                                                                      minv_product="ltdl")

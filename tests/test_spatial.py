@@ -3,7 +3,7 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from casrbd.spatial import (SE3, Inertia, exp3, exp3_quaternion, force_bar_matrix, force_cross,
+from casrbd.spatial import (SE3, Inertia, SE3Chain, exp3, exp3_quaternion, force_bar_matrix, force_cross,
                             force_cross_matrix, log3_quaternion, motion_cross, motion_cross_matrix,
                             quaternion_matrix, quaternion_product, se3_exp, se3_log_translation, spd_solve)
 from conftest import rel_err
@@ -165,6 +165,46 @@ def test_se3_acts_on_inertia(kind, rng):
         assert rel_err(got, ref) < TOL
         got = evaluate(lambda R, p, Ym: SE3(R, p).act_inertia(Ym), [R, p, Y.matrix()], kind)  # 6 x 6 form
         assert rel_err(got, ref) < TOL
+
+
+def dense_motion_matrix(R, p):
+    """The 6 x 6 matrix of SE3(R, p).act_motion, built with numpy alone."""
+    P = np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
+    return np.block([[R, P @ R], [np.zeros((3, 3)), R]])
+
+
+def test_se3_acts_on_symmetric_matrix(kind, rng):
+    """The 6 x 6 branch on a general symmetric matrix (an articulated inertia, not a rigid body's)."""
+    for _ in range(5):
+        R, p, _ = random_se3(rng)
+        A = rng.normal(size=(6, 6))
+        Y = A + A.T
+        Xf = np.linalg.inv(dense_motion_matrix(R, p)).T   # force transform X* = X^-T
+        got = evaluate(lambda R, p, Y: SE3(R, p).act_inertia(Y), [R, p, Y], kind)
+        assert rel_err(got, Xf @ Y @ Xf.T) < TOL
+
+
+def test_se3_chain(kind, rng):
+    """A chain of placements acts as their product."""
+    factors = [random_se3(rng)[:2] for _ in range(3)]
+    X = np.linalg.multi_dot([dense_motion_matrix(R, p) for R, p in factors])
+    Xf = np.linalg.inv(X).T
+    M = rng.normal(size=(6, 4))
+    A = rng.normal(size=(6, 6))
+    Y = A + A.T
+
+    def chain(*args):
+        return SE3Chain([SE3(args[2 * k], args[2 * k + 1]) for k in range(3)])
+
+    args = [x for f in factors for x in f]
+    cases = [("act_motion", M, X @ M), ("inv_act_motion", M, np.linalg.solve(X, M)),
+             ("act_force", M, Xf @ M), ("inv_act_force", M, np.linalg.solve(Xf, M)), ("act_inertia", Y, Xf @ Y @ Xf.T)]
+    for method, x, ref in cases:
+        got = evaluate(lambda *a: getattr(chain(*a[:-1]), method)(a[-1]), args + [x], kind)
+        assert rel_err(got, ref) < TOL, method
+    got = evaluate(lambda *a: chain(*a).se3().homogeneous(), args, kind)
+    H = np.linalg.multi_dot([np.block([[R, p.reshape(3, 1)], [np.zeros((1, 3)), 1]]) for R, p in factors])
+    assert rel_err(got, H) < TOL
 
 
 # --- rotations, exponentials and logarithms --------------------------------------------------

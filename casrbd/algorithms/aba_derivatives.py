@@ -6,7 +6,7 @@ u in {q, qd}, and da/dtau = M^-1. The products with M^-1 are:
   aza   after seed 004 section IV-E, ABA with zero velocity and gravity applied to
         each column of dtau/du, reusing the articulated inertias of M^-1 (AZA);
   ltdl  the sparse factorization M = L^T D L of the M that the ID derivatives
-        return (``ltdl.py``), then back-substitutions on the columns and the identity.
+        return, M^-1 = G D^-1 G^T with G = L^-1, and M^-1 B = G D^-1 L^-T B (``ltdl.py``).
 Under a free-flyer root r the columns of dq_r are closed-form: moving the
 whole tree only turns gravity in the base frame, g_b = R^T g, which acts as
 the base's linear acceleration (see ``idsva.py``), so da/dq_r is zero but for
@@ -14,9 +14,10 @@ the base's linear rows along rotations, [g_b]x; those columns skip the product.
 """
 import casadi as ca
 
-from ..spatial import skew, symmetric
+from ..spatial import skew
 from . import ltdl
 from .aba import aba
+from .frames import algorithm_frames, placements
 from .idsva import floating_roots
 from .kinematics import joint_placements
 from .minverse import articulated_inertias, minv_product
@@ -36,10 +37,11 @@ def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="dmm"):
     B = ca.horzcat(dtau_dq, dtau_dv)
     if product == "ltdl":
         factors = ltdl.factorize(model, M)
-        Minv = symmetric(ltdl.solve(model, factors, ca.DM.eye(model.nv)))
+        Minv = ltdl.inverse(model, factors)
         da = -ltdl.solve(model, factors, B)
     else:
-        art = articulated_inertias(model, liMi)
+        frames = algorithm_frames(model)  # aba's frames, so the articulated inertias are shared with it
+        art = articulated_inertias(model, placements(model, frames, q), frames)
         Minv = minv_product(model, art, ca.DM.eye(model.nv), upper=True)
         da = -ca.mtimes(Minv, B) if product == "dmm" else -minv_product(model, art, B)
     da_dq = da[:, :model.nv]

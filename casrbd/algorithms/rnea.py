@@ -1,7 +1,8 @@
 """Inverse dynamics by the recursive Newton-Euler algorithm.
 
 Seed 003, Algorithm 1 (Featherstone, RBDA p. 96), in joint-local frames as
-Pinocchio's ``rnea``. Glossary (code -> paper, frame):
+Pinocchio's ``rnea``; ``rnea`` itself runs in the frames of ``frames.py``
+(axes along z, DH placements), which leave tau unchanged. Glossary (code -> paper, frame):
   liMi[i]  ^{lambda(i)}X_i, placement of joint i in its parent  (parent)
   vJ       v_J = S_i qd_i                                        (local i)
   v[i]     v_i, a[i] a_i (gravity included), f[i] f_i            (local i)
@@ -14,6 +15,7 @@ import casadi as ca
 import numpy as np
 
 from ..spatial import force_cross, motion_cross
+from .frames import algorithm_frames, forces_to_frames, placements
 from .kinematics import joint_placements
 
 
@@ -35,13 +37,18 @@ def forward_pass(model, q, v, a, f_ext=None, a0=None):
 
     ``a0`` defaults to -a_g; kinematics pass zero to get accelerations without gravity."""
     liMi, _ = joint_placements(model, q)
+    return _sweep(model, liMi, [j.S for j in model.joints], [j.inertia for j in model.joints], v, a, f_ext, a0)
+
+
+def _sweep(model, liMi, S, inertia, v, a, f_ext=None, a0=None):
+    """forward_pass in the body frames that ``liMi`` relate."""
     a0 = base_acceleration(model) if a0 is None else a0
     vJs, vs, as_, fs = [], [], [], []
     for i, joint in enumerate(model.joints):
-        p, X, S, I = joint.parent, liMi[i], joint.S, joint.inertia
-        vJ = ca.mtimes(S, v[model.v_slice(i)])
+        p, X, Si, I = joint.parent, liMi[i], S[i], inertia[i]
+        vJ = ca.mtimes(Si, v[model.v_slice(i)])
         vi = vJ if p < 0 else X.inv_act_motion(vs[p]) + vJ
-        ai = X.inv_act_motion(a0 if p < 0 else as_[p]) + ca.mtimes(S, a[model.v_slice(i)]) \
+        ai = X.inv_act_motion(a0 if p < 0 else as_[p]) + ca.mtimes(Si, a[model.v_slice(i)]) \
             + motion_cross(vi, vJ)
         fi = I.act(ai) + force_cross(vi, I.act(vi))
         if f_ext is not None:
@@ -55,13 +62,14 @@ def forward_pass(model, q, v, a, f_ext=None, a0=None):
 
 def rnea(model, q, v, a, f_ext=None):
     """Joint torques tau = M(q) a + C(q, v) v + g(q) - sum J_i^T f_ext_i."""
-    fp = forward_pass(model, q, v, a, f_ext)
+    F = algorithm_frames(model)
+    fp = _sweep(model, placements(model, F, q), F.S, F.inertia, v, a, forces_to_frames(F, f_ext))
     f = list(fp.f)
     tau = [None] * model.njoints
     # backward pass: tau_i = S_i^T f_i, f_lambda(i) += lambda(i)X_i^* f_i
     for i in reversed(range(model.njoints)):
         joint = model.joints[i]
-        tau[i] = ca.mtimes(joint.S.T, f[i])
+        tau[i] = ca.mtimes(F.S[i].T, f[i])
         if joint.parent >= 0:
             f[joint.parent] = f[joint.parent] + fp.liMi[i].act_force(f[i])
     return ca.vertcat(*tau)
