@@ -139,7 +139,7 @@ def _table1(results):
 def _scaling(results):
     rows, notes = [], []
     for rec in sorted(results["scaling"].values(), key=lambda r: (list(TREES).index(r["tree"]), r["N"])):
-        for key in METHODS:
+        for key in (k for k in METHODS if k in rec["methods"]):  # records from before a method existed lack it
             e = rec["methods"][key]
             pin = rec["pinocchio"]["rnea_derivatives" if key.startswith("dID") else "aba_derivatives"]
             if "not_built" in e:

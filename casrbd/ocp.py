@@ -41,7 +41,9 @@ def dynamics(model, name="aba", jacobian="analytical", compiled=False, f_ext=Fal
     ``casrbd.codegen`` and loads it back; a compiled Function cannot be
     differentiated by casadi, so the library carries the Jacobian
     ``jac_<name>`` (analytical, or AD's) and, for ``hessian="exact"``, its
-    Jacobian ``jac_jac_<name>`` by AD, which IPOPT's exact Hessian needs.
+    Jacobian ``jac_jac_<name>``, which IPOPT's exact Hessian needs: AD of AD
+    of the dynamics graph in both modes (AD of the analytical Jacobian's
+    larger graph costs more).
     ``flags``: the C compiler's (``COMPILE_FLAGS``: -O1, since the Jacobian of
     the Jacobian has 1e5 to 1e6 instructions and -O3 takes minutes on it).
     """
@@ -55,7 +57,12 @@ def dynamics(model, name="aba", jacobian="analytical", compiled=False, f_ext=Fal
         return f
     # jac_<name>: the custom Jacobian, which codegen ships with f, or AD's, which must be passed
     jac = f.jacobian()
-    functions = [f] + ([jac] if jacobian == "ad" else []) + ([jac.jacobian()] if hessian == "exact" else [])
+    functions = [f] + ([jac] if jacobian == "ad" else [])
+    if hessian == "exact":
+        # second derivatives by AD of the dynamics graph in both modes, as casadi takes them in the VM
+        # (see ``function``): named as the Jacobian of this f's Jacobian
+        H = function(model, name, symbolic="SX", f_ext=f_ext).jacobian().jacobian()
+        functions.append(ca.Function("jac_" + jac.name(), H.sx_in(), H.call(H.sx_in()), H.name_in(), H.name_out()))
     lib = codegen.compile_functions(functions, name=f.name() + ("_h" if hessian == "exact" else "_j"), flags=flags)
     return lib[f.name()]
 

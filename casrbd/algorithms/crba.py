@@ -1,18 +1,19 @@
 """Joint-space inertia matrix by the composite-rigid-body algorithm.
 
-Featherstone RBDA Table 6.2, in joint-local frames. Glossary:
+Featherstone RBDA Table 6.2, in body-local frames: the algorithm frames of
+``frames.py`` (as rnea's), which leave M unchanged. Glossary:
   Ic[i]  I^c_i, composite inertia of the subtree of i (local i)
   F      force set I^c_i S_i carried towards the root (local j)
 Returns the full symmetric matrix (both triangles).
 """
 import casadi as ca
 
-from .kinematics import joint_placements
+from .frames import algorithm_frames, placements
 
 
-def composite_inertias(model, liMi):
-    """I^c_i for every joint, each in its joint's frame."""
-    Ic = [j.inertia for j in model.joints]
+def composite_inertias(model, liMi, inertia):
+    """I^c_i for every body, each in the body's frame, from the bodies' ``inertia``."""
+    Ic = list(inertia)
     for i in reversed(range(model.njoints)):
         p = model.joints[i].parent
         if p >= 0:
@@ -21,17 +22,18 @@ def composite_inertias(model, liMi):
 
 
 def crba(model, q):
-    liMi, _ = joint_placements(model, q)
-    Ic = composite_inertias(model, liMi)
+    frames = algorithm_frames(model)
+    S, liMi = frames.S, placements(model, frames, q)
+    Ic = composite_inertias(model, liMi, frames.inertia)
     blocks = {}
-    for i, joint in enumerate(model.joints):
-        F = Ic[i].act(joint.S)
-        blocks[i, i] = ca.mtimes(joint.S.T, F)
+    for i in range(model.njoints):
+        F = Ic[i].act(S[i])
+        blocks[i, i] = ca.mtimes(S[i].T, F)
         j = i
         while model.joints[j].parent >= 0:
             F = liMi[j].act_force(F)
             j = model.joints[j].parent
-            blocks[j, i] = ca.mtimes(model.joints[j].S.T, F)
+            blocks[j, i] = ca.mtimes(S[j].T, F)
             blocks[i, j] = blocks[j, i].T
     return assemble(model, blocks)
 

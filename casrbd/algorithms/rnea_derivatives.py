@@ -1,12 +1,14 @@
 """Derivatives of inverse dynamics by the chain rule through RNEA.
 
 Seed 003, Algorithms 2 and 3 with the simplifications of section III-C, in
-joint-local frames. Every joint here has a constant motion subspace S, so
+body-local frames: the algorithm frames of ``rnea`` (``frames.py``), where a
+joint's motion is the last factor of its placement, as eqs. (13)-(14) need.
+Every joint here has a constant motion subspace S, so
 dX_J/du, dS/du, dc_J/du and dv_J/dq vanish; what remains is eq. (13) for the
 derivative of the placement acting on a motion and eq. (14) on a force.
 Derivative sets are 6 x nv matrices with structural zeros outside the
 columns of the joints that can move them, so casadi computes only the O(N d)
-nonzero columns. Glossary (local frame of joint i):
+nonzero columns. Glossary (algorithm frame of body i):
   dv_dq[i], dv_dv[i]     dv_i/dq, dv_i/dqd       (motion sets)
   da_dq[i], da_dv[i]     da_i/dq, da_i/dqd
   da_da[i]               da_i/dqdd (the columns of S_j of the supporting joints)
@@ -48,7 +50,7 @@ def forward_derivatives(model, q, v, a, f_ext=None, a0=None):
     dv_dq, dv_dv, da_dq, da_dv, da_da, df_dq, df_dv = ([None] * n for _ in range(7))
     no_set, no_motion = ca.DM(6, model.nv), ca.DM.zeros(6, 1)
     for i, joint in enumerate(model.joints):
-        p, X, S, I = joint.parent, fp.liMi[i], joint.S, joint.inertia
+        p, X, S, I = joint.parent, fp.liMi[i], fp.frames.S[i], fp.frames.inertia[i]
         vJ, vi = fp.vJ[i], fp.v[i]
         v_p, a_p = (no_motion, a0) if p < 0 else (fp.v[p], fp.a[p])
 
@@ -78,14 +80,14 @@ def rnea_derivatives(model, q, v, a, f_ext=None):
     dtau_dq, dtau_dv = [None] * n, [None] * n
     # Algorithm 3, leaves to root
     for i in reversed(range(n)):
-        joint = model.joints[i]
-        dtau_dq[i] = ca.mtimes(joint.S.T, df_dq[i])
-        dtau_dv[i] = ca.mtimes(joint.S.T, df_dv[i])
+        joint, S = model.joints[i], fd.fp.frames.S[i]
+        dtau_dq[i] = ca.mtimes(S.T, df_dq[i])
+        dtau_dv[i] = ca.mtimes(S.T, df_dv[i])
         p = joint.parent
         if p >= 0:
             X = fd.fp.liMi[i]
             # line 3; eq. (14): d(pX_i^*)/dq_i f_i = pX_i^* (S_i x* f_i)
-            df_dq[p] = df_dq[p] + X.act_force(df_dq[i] + columns(model, i, ca.mtimes(force_bar_matrix(f[i]), joint.S)))
+            df_dq[p] = df_dq[p] + X.act_force(df_dq[i] + columns(model, i, ca.mtimes(force_bar_matrix(f[i]), S)))
             df_dv[p] = df_dv[p] + X.act_force(df_dv[i])
             f[p] = f[p] + X.act_force(f[i])
     return ca.vertcat(*dtau_dq), ca.vertcat(*dtau_dv), crba(model, q)
@@ -99,5 +101,6 @@ def kinematics_derivatives(model, q, v, a, frame):
         zero = ca.DM(6, model.nv)
         return zero, zero, zero, zero, zero
     fd = forward_derivatives(model, q, v, a, a0=ca.DM.zeros(6, 1))
-    i, X = f.joint, f.placement
+    i = f.joint
+    X = fd.fp.frames.G[i].inverse() * f.placement  # the frame in body i's algorithm frame
     return tuple(X.inv_act_motion(d[i]) for d in (fd.dv_dq, fd.dv_dv, fd.da_dq, fd.da_dv, fd.da_da))
