@@ -90,9 +90,9 @@ def library_sizes(model, name, f_ext):
     """n_instructions of the dynamics, its Jacobian and the Jacobian's Jacobian, per mode."""
     out = {}
     for mode in ocp.JACOBIANS:
-        f = casrbd.function(model, name, jacobian=mode, f_ext=f_ext)
-        jac = f.jacobian()
-        out[mode] = (f.n_instructions(), jac.n_instructions(), jac.jacobian().n_instructions())
+        f, *rest = ocp.library_functions(model, name, mode, f_ext)
+        jac, jac_jac = (f.jacobian(), *rest) if mode == "analytical" else rest
+        out[mode] = (f.n_instructions(), jac.n_instructions(), jac_jac.n_instructions())
     return out
 
 
@@ -189,7 +189,7 @@ NOTES = """
 - `code`: VM is casadi's virtual machine evaluating the SX Functions; C is the dynamics exported with
   `casrbd.codegen` and loaded back (`ocp.dynamics(..., compiled=True)`, gcc `-O1`). casadi cannot
   differentiate compiled code, so the library holds the Function, `jac_<name>` (analytical, or AD's)
-  and, for the exact Hessian, `jac_jac_<name>` (AD of that Jacobian). The rest of the NLP (RK4 stages,
+  and, for the exact Hessian, `jac_jac_<name>` (AD of AD of the dynamics). The rest of the NLP (RK4 stages,
   kinematics, contact forces, constraints) stays in the VM in both modes.
 - `solve wall`: IPOPT's wall time (`t_wall_total`). The other times are the process's CPU time
   (`t_proc_*`) in total, in the constraint Jacobian (`jac_g`) and in the Lagrangian Hessian (`hess_l`):
@@ -202,36 +202,27 @@ NOTES = """
 - MPC rows sum 40 closed-loop solves (the first cold, the others warm-started); their cost is the first
   solve's. Building the solvers and loading the libraries is not in these times.
 
-## Why the analytical Jacobian does not win everywhere
+## What the analytical Jacobian changes
 
 **First derivatives.** One call of the analytical Jacobian costs less than AD's for the Panda's aba and
-solo12's rnea (table "One dynamics call" below); the 2-dof pendulum's aba (115 instructions) leaves
-nothing to gain. In an NLP the gain is diluted by what is AD in both modes: the RK4 stages, and for the
-jump the forward kinematics, foot placements and contact-force mapping of every node. The limited-memory
-Hessian needs first derivatives only, but 3 to 40 times more iterations than the exact Hessian, and it
-does not converge on the jump (`python examples/legged.py --hessian limited-memory` stops with
+solo12's rnea (table "One dynamics call" below); the 2-dof pendulum's aba leaves nothing to gain. In an
+NLP the gain is diluted by what is AD in both modes: the RK4 stages, and for the jump the forward
+kinematics, foot placements and contact-force mapping of every node. The limited-memory Hessian needs
+first derivatives only, but 3 to 40 times more iterations than the exact Hessian, and it does not
+converge on the jump (`python examples/legged.py --hessian limited-memory` stops with
 Error_In_Step_Computation): the examples default to the exact Hessian, which converges in few iterations
 to `Solve_Succeeded` with identical iterates in both modes.
 
-**Exact Hessian in the VM.** The Hessian dominates the solve, and the analytical Jacobian makes it
-dearer. casadi builds the Hessian of the Lagrangian as forward-mode AD over the Lagrangian's gradient.
-With AD, the gradient of lambda^T f is one reverse sweep over the dynamics graph (`adj1_<name>`, a
-vector). With the custom Jacobian (casrbd sets `jac_penalty` 0, so casadi goes through it for every
-derivative) the gradient is J^T lambda with the full analytical Jacobian, an nv x (nq + 2 nv) matrix
-(plus the nv x 6 njoints f_ext block for rnea) from a graph several times larger than the dynamics
-(IDSVA, tangent map, M^-1 products), and the Hessian is forward AD over that graph (`fwd<k>_jac_<name>`
-instead of `fwd<k>_adj1_<name>`). The per-call table shows it: the gradient and the Hessian of
-lambda^T f cost more with the analytical Jacobian, most for solo12's rnea with f_ext. Removing this
-would take analytical second derivatives, or sending only wide sweeps through the analytical Jacobian:
-casadi uses the Jacobian for k reverse directions when `jac_penalty` x nv < k, so a `jac_penalty` of
-about 1/nv would leave single reverse sweeps (the gradient) to AD; `casrbd.function` fixes it at 0.
-
-**Compiled, exact Hessian.** IPOPT's Hessian then evaluates the compiled Jacobian of the Jacobian: the
-whole second-derivative tensor of f (every output's Hessian with respect to every input), which casadi
-contracts with the multipliers, where the VM's AD computes only the contracted Hessian. Its size decides
-(library table): for the Panda's aba IDSVA's Jacobian graph is less than half of AD's, and so is its
-Jacobian (141k vs 380k instructions); for solo12's rnea with f_ext (133 inputs) the analytical Jacobian
-is about as large as AD's but differentiates into a larger tensor (343k vs 197k instructions).
+**Second derivatives.** The Hessian dominates the solve. casadi builds the Hessian of the Lagrangian
+as forward-mode AD over its gradient. casrbd's analytical Functions set `jac_penalty` 0.5: casadi goes
+through the analytical Jacobian for full Jacobians and many directions at once, but takes a single
+reverse sweep (the gradient of lambda^T f) by AD of the dynamics graph, so the Hessian is AD's
+forward-over-reverse in both modes (the per-call table: the same gradient and Hessian times). With
+`jac_penalty` 0, as before, the gradient was J^T lambda through the larger analytical Jacobian graph,
+and the solves took 1.2 to 1.5x AD's time in the VM. Compiled, the library carries the Jacobian of the
+Jacobian for IPOPT's exact Hessian; `ocp.dynamics` ships AD's (of the dynamics graph) in both modes, so
+the compiled solves differ only by the Jacobian, which is a small share of them: the rest of each NLP
+(RK4 stages, kinematics, contact mapping) is evaluated in the VM.
 """
 
 

@@ -3,6 +3,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on CI machines
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from .accuracy import KINDS, max_error  # noqa: E402
 from .pinocchio_timing import net_time  # noqa: E402
@@ -101,6 +102,7 @@ def dmm_vs_aza(scaling, path):
                     ax.semilogx(both, [x[n] / dmm[n] for n in both], TREE_STYLE.get(tree, ":"), marker=marker,
                                 label=f"{other.upper()} {tree}")
         ax.axhline(1, color="k", lw=0.8)
+        ax.xaxis.set_minor_formatter(NullFormatter())  # log axis over less than a decade: no crowded labels
         ax.set_xlabel("N (bodies)")
         ax.set_ylabel(f"product / DMM {label}")
         _legend(ax)

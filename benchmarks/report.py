@@ -48,27 +48,23 @@ def mismatches(results):
 
 MISSED = """### Why targets are missed, and what would close them
 
-- **∂FD on the humanoids (and the 12-body chain).** The analytical ∂FD is aba, the ID derivatives, the
-  dedicated M⁻¹ and the products M⁻¹ ∂τ/∂q, M⁻¹ ∂τ/∂v (seed 003 eq. 24). The products are
-  2 nv · nnz(∂τ) multiply-adds, about 200k of the 325k instructions on talos_full_v2: casadi writes them
-  as scalar straight-line code, Eigen inside Pinocchio as vectorised dense products. AZA (ABA passes on
-  the columns) does not help at this size: its graph is as large. What would close it: emit the products
-  as dense vectorisable loops (an MX Function composing the SX parts with a dense `mtimes`, compiled with
-  the vector units in use) or as a BLAS call, and skip M⁻¹ when only ∂a/∂q, ∂a/∂v are wanted.
-- **Analytical ∂ID graph at most ⅓ of AD's on the humanoids.** IDSVA is 0.36x AD on talos_full_v2 and
-  0.43x on talos_reduced. Per pair of joints on one branch it costs about 67 operations (dot products of
-  world-frame 6-vectors, which are dense); per body about 500 (world-frame inertia, body Coriolis matrix
-  by its structure, the t1..t4 products). The 6-dof free-flyer pairs with every joint, so about half the
-  pair terms are the base's. What would close it: express the base rows and columns in the base frame
-  (S = identity there), and the per-body terms of revolute joints in local frames where S is a unit
-  vector.
-- **gcc time of talos_full_v2's ∂FD.** 22.6 s with the default flags (plain -O3: 62 s of CPU, by
-  `gcc -ftime-report`); gcc's time grows faster than linearly with the size of one function. Splitting
-  the Function into several C functions (the MX composition above) would bring it under 20 s.
-- **Compiled FD on hyq and the 12-body chain** are 0.37x and 0.8x Pinocchio's aba. The chain's spherical,
-  planar and free-flyer joints solve their 3x3 and 6x6 D blocks by LDLᵀ on entries and transform
-  articulated inertias as dense 6x6 matrices; a structured transform of the symmetric 6x6 inertia
-  (Featherstone's) would cut both."""
+- **∂FD on talos_full_v2** (0.89x computeABADerivatives, bound 0.7x). The default analytical ∂FD is aba,
+  IDSVA (which gives M from its t1 terms), Featherstone's sparse factorization M = LᵀDL with G = L⁻¹,
+  M⁻¹ = G D⁻¹ Gᵀ and −M⁻¹[∂τ/∂q ∂τ/∂v] = −G D⁻¹ L⁻ᵀ[...], skipping the structural zeros of the tree
+  (`casrbd/algorithms/ltdl.py`): 197k instructions against 296k with the dense product (DMM) and 267k
+  with AZA, 42 µs against 61 and 59. The products remain about 60% of it: each of the 5000 entries of
+  ∂a/∂(q, v) sums over the dofs two branches share, at least the base's 6, about 60k multiply-adds
+  whatever the order of the sums. Pinocchio does more arithmetic (dense Eigen products, 2·nv³ = 250k
+  multiply-adds) but vectorised; casadi writes scalar straight-line code, and 197k instructions make
+  about 1.5 MB of machine code, more than the L2 cache, so it runs at half the rate per instruction of
+  the 54k-instruction ∂ID (about 1.8 against 3.2 operations per cycle at 2.6 GHz). Tried and measured
+  in this session: a loop over columns (casadi `map` of one back-substitution, 4 or 8 columns per call:
+  small code, but without the structural zeros, 28 to 43 µs for the products alone), two C functions
+  instead of one (no faster, and gcc time adds up), other gcc flags (-O2, -Os, no SLP: slower).
+  What would close it: SIMD over columns. gcc does not vectorise casadi's code (every input read is
+  guarded by a null-pointer test, and the values live in scalar temporaries), so it needs either a code
+  generator that emits the per-column back-substitution as a loop over 4 columns at a time, or the
+  dense part (the rank-6 coupling through the base) as a BLAS call."""
 
 
 def _flags(o1_above):

@@ -52,10 +52,18 @@ def dynamics(model, name="aba", jacobian="analytical", compiled=False, f_ext=Fal
     _choice("hessian", hessian, HESSIANS)
     if jacobian == "ad" and options:
         raise TypeError(f"options {sorted(options)} select an analytical Jacobian; jacobian='ad' takes none")
-    f = function(model, name, symbolic="SX", f_ext=f_ext, jacobian=jacobian, **options)
     if not compiled:
-        return f
-    # jac_<name>: the custom Jacobian, which codegen ships with f, or AD's, which must be passed
+        return function(model, name, symbolic="SX", f_ext=f_ext, jacobian=jacobian, **options)
+    functions = library_functions(model, name, jacobian, f_ext, hessian, **options)
+    lib = codegen.compile_functions(functions, name=functions[0].name() + ("_h" if hessian == "exact" else "_j"),
+                                    flags=flags)
+    return lib[functions[0].name()]
+
+
+def library_functions(model, name, jacobian="analytical", f_ext=False, hessian="exact", **options):
+    """[f, jac_f, jac_jac_f] as ``dynamics`` compiles them (jac_f only for AD: codegen ships a custom
+    Jacobian with f; jac_jac_f only for the exact Hessian)."""
+    f = function(model, name, symbolic="SX", f_ext=f_ext, jacobian=jacobian, **options)
     jac = f.jacobian()
     functions = [f] + ([jac] if jacobian == "ad" else [])
     if hessian == "exact":
@@ -63,8 +71,7 @@ def dynamics(model, name="aba", jacobian="analytical", compiled=False, f_ext=Fal
         # (see ``function``): named as the Jacobian of this f's Jacobian
         H = function(model, name, symbolic="SX", f_ext=f_ext).jacobian().jacobian()
         functions.append(ca.Function("jac_" + jac.name(), H.sx_in(), H.call(H.sx_in()), H.name_in(), H.name_out()))
-    lib = codegen.compile_functions(functions, name=f.name() + ("_h" if hessian == "exact" else "_j"), flags=flags)
-    return lib[f.name()]
+    return functions
 
 
 def forward_dynamics_ode(model, fd):
