@@ -18,14 +18,14 @@ from ..spatial import skew
 from . import ltdl
 from .aba import aba
 from .frames import algorithm_frames, placements
-from .idsva import floating_roots
+from .idsva import base_gravity, floating_roots
 from .kinematics import joint_placements
 from .minverse import articulated_inertias, minv_product
 
 PRODUCTS = ("dmm", "aza", "ltdl")
 
 
-def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="dmm"):
+def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl"):
     """(da/dq, da/dqd, da/dtau = M^-1); ``id_derivatives`` is an ID-derivative algorithm."""
     a = aba(model, q, v, tau, f_ext)
     dtau_dq, dtau_dv, M = id_derivatives(model, q, v, a, f_ext)
@@ -47,5 +47,5 @@ def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="dmm"):
     da_dq = da[:, :model.nv]
     for r in roots:
         c = model.joints[r].idx_v
-        da_dq[c:c + 3, c + 3:c + 6] = skew(ca.mtimes(liMi[r].R.T, model.gravity))
+        da_dq[c:c + 3, c + 3:c + 6] = skew(base_gravity(model, liMi, r))
     return da_dq, da[:, model.nv:], Minv

@@ -23,7 +23,6 @@ rotations (R -> R exp(dth) gives g_b -> g_b + [g_b]x dth).
 from typing import NamedTuple
 
 import casadi as ca
-
 import numpy as np
 
 from ..spatial import SE3, ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
@@ -69,6 +68,11 @@ def floating_roots(model):
     return [i for i, j in enumerate(model.joints) if j.parent < 0 and j.type == "floating"]
 
 
+def base_gravity(model, liMi, r):
+    """g_b = R^T g, gravity in the axes of the free-flyer root body r."""
+    return ca.mtimes(liMi[r].R.T, model.gravity)
+
+
 def tree_frame_placements(model, q):
     """Placements of the joints in their tree's frame (a free-flyer root body's, else
     the world), and the gravity acceleration a_0 = -a_g of each root in that frame."""
@@ -80,7 +84,7 @@ def tree_frame_placements(model, q):
             oMi.append(oMi[joint.parent] * liMi[i])
         elif joint.type == "floating":
             oMi.append(SE3.identity())
-            a0[i] = ca.vertcat(-ca.mtimes(liMi[i].R.T, g), ca.DM.zeros(3, 1))
+            a0[i] = ca.vertcat(-base_gravity(model, liMi, i), ca.DM.zeros(3, 1))
         else:
             oMi.append(liMi[i])
             a0[i] = np.vstack([-g, np.zeros((3, 1))])
