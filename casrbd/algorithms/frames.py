@@ -75,6 +75,10 @@ def _normal(a, b, pb):
 
 
 def _frame(z, x, origin):
+    """The frame with axis z at ``origin`` and x axis along x made orthogonal to z: a leaf's x, taken
+    from its parent's frame, is orthogonal to its axis only when the parent's x is a common normal."""
+    x = x - np.dot(x, z) * z
+    x = x / np.linalg.norm(x) if np.linalg.norm(x) > 1e-6 else _perpendicular(z)
     return SE3(np.column_stack([x, np.cross(z, x), z]), origin)
 
 
