@@ -1,4 +1,5 @@
-"""python -m benchmarks: Table I of seed 003, scaling and accuracy, with a markdown report and plots.
+"""python -m benchmarks: Table I of Carpentier & Mansard (RSS 2018), scaling and accuracy, with a
+markdown report and plots.
 
 Results accumulate in OUT/results.json (one record per robot, tree size or
 accuracy robot, each tagged with the run that measured it), so a run can be
@@ -11,6 +12,7 @@ are rewritten from all stored records at the end of every run.
   python -m benchmarks --parts table1 --robots ur5,panda,solo12
   python -m benchmarks --report-only            # rewrite report.md and the plots from results.json
 """
+
 import argparse
 import json
 import os
@@ -45,39 +47,69 @@ def environment(settings, args):
     lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
     cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
     gcc = subprocess.run([codegen.find_compiler(), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpu": cpu, "cores": os.cpu_count(),
-            "load_average": os.getloadavg(), "os": platform.platform(), "python": platform.python_version(),
-            "casadi": ca.__version__, "numpy": np.__version__, "pinocchio": pin.__version__, "compiler": gcc,
-            "settings": {**settings._asdict(), "full": args.full, "quick": args.quick, "limit": args.limit}}
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "casadi": ca.__version__,
+        "numpy": np.__version__,
+        "pinocchio": pin.__version__,
+        "compiler": gcc,
+        "settings": {**settings._asdict(), "full": args.full, "quick": args.quick, "limit": args.limit},
+    }
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="tiny robots and trees, few repeats (CI)")
     p.add_argument("--parts", type=_csv, default=PARTS, help=f"comma-separated subset of {','.join(PARTS)}")
-    p.add_argument("--robots", type=_csv, help=f"Table I robots (default {','.join(table1.ROBOTS)}; "
-                                               f"chainN and treeN are synthetic)")
-    p.add_argument("--entries", type=_csv, default=tuple(table1.ENTRIES),
-                   help=f"Table I entries (default all: {','.join(table1.ENTRIES)})")
+    p.add_argument(
+        "--robots",
+        type=_csv,
+        help=f"Table I robots (default {','.join(table1.ROBOTS)}; chainN and treeN are synthetic)",
+    )
+    p.add_argument(
+        "--entries",
+        type=_csv,
+        default=tuple(table1.ENTRIES),
+        help=f"Table I entries (default all: {','.join(table1.ENTRIES)})",
+    )
     p.add_argument("--accuracy-robots", type=_csv, help=f"default {','.join(accuracy.ROBOTS)}")
     p.add_argument("--trees", type=_csv, help=f"scaling trees (default {','.join(scaling.TREES)})")
     p.add_argument("--grid", type=lambda s: _csv(s, int), help=f"scaling N (default {scaling.GRID})")
-    p.add_argument("--limit", type=float, default=scaling.LIMIT,
-                   help="scaling: do not build graphs predicted above this many instructions (default %(default)g; "
-                        f"AD: {scaling.LIMITS['dID ad']:g})")
-    p.add_argument("--cap", type=float, help=f"do not compile graphs above this many instructions "
-                                             f"(default {Settings().cap:g}; --quick {QUICK_SETTINGS.cap:g})")
+    p.add_argument(
+        "--limit",
+        type=float,
+        default=scaling.LIMIT,
+        help="scaling: do not build graphs predicted above this many instructions (default %(default)g; "
+        f"AD: {scaling.LIMITS['dID ad']:g})",
+    )
+    p.add_argument(
+        "--cap",
+        type=float,
+        help=f"do not compile graphs above this many instructions "
+        f"(default {Settings().cap:g}; --quick {QUICK_SETTINGS.cap:g})",
+    )
     p.add_argument("--full", action="store_true", help="compile every graph, whatever its size")
-    p.add_argument("--o1-above", type=float,
-                   help="compile graphs above this many instructions with -O1 instead of -O3 (default: none; "
-                        "--quick: all)")
+    p.add_argument(
+        "--o1-above",
+        type=float,
+        help="compile graphs above this many instructions with -O1 instead of -O3 (default: none; --quick: all)",
+    )
     p.add_argument("--repeat", type=int, help="timing batches (default 15, --quick 3)")
     p.add_argument("--out", type=Path, help=f"results directory (default {RESULTS}, --quick {RESULTS / 'quick'})")
     p.add_argument("--report-only", action="store_true", help="only rewrite the report from results.json")
     args = p.parse_args(argv)
-    for option, given, valid in (("--parts", args.parts, PARTS), ("--entries", args.entries, table1.ENTRIES),
-                                 ("--trees", args.trees or (), scaling.TREES)):
+    for option, given, valid in (
+        ("--parts", args.parts, PARTS),
+        ("--entries", args.entries, table1.ENTRIES),
+        ("--trees", args.trees or (), scaling.TREES),
+    ):
         unknown = sorted(set(given) - set(valid))
         if unknown:
             p.error(f"{option}: unknown {unknown}; valid: {', '.join(valid)}")
@@ -130,8 +162,11 @@ class Store:
 def main(argv=None):
     args = parse(argv)
     base = QUICK_SETTINGS if args.quick else Settings()
-    settings = base._replace(cap=args.cap or base.cap, repeat=args.repeat or base.repeat,
-                             o1_above=base.o1_above if args.o1_above is None else args.o1_above)
+    settings = base._replace(
+        cap=args.cap or base.cap,
+        repeat=args.repeat or base.repeat,
+        o1_above=base.o1_above if args.o1_above is None else args.o1_above,
+    )
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
     out.mkdir(parents=True, exist_ok=True)
     save = Store(out / "results.json")
@@ -141,9 +176,16 @@ def main(argv=None):
         log(f"benchmarks: {env['cpu']}, {env['cores']} cores, load {env['load_average']}; results in {out}")
         run(args, settings, save)
     mismatches = report.write(save.results, out)
-    log(f"report: {out / 'report.md'}; " + (f"{len(mismatches)} MISMATCHES: {mismatches}" if mismatches
-                                            else "every compiled output matched the VM and Pinocchio"))
+    log(
+        f"report: {out / 'report.md'}; "
+        + (
+            f"{len(mismatches)} MISMATCHES: {mismatches}"
+            if mismatches
+            else "every compiled output matched the VM and Pinocchio"
+        )
+    )
     return 1 if mismatches else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,11 +1,11 @@
-"""Accuracy of finite differences and of the analytical derivatives, after seed 003 Fig. 3 and
-seed 004 section V-A.
+"""Accuracy of finite differences and of the analytical derivatives, after Carpentier & Mansard (RSS 2018) Fig. 3 and
+Singh, Russell & Wensing (RA-L 2022) section V-A.
 
 The reference is casadi's AD of the same dynamics graph (exact up to
 rounding). Two states per robot:
 
 - ``random``: random q, v and a (ID) or tau (FD), gravity on;
-- ``rest``: seed 003's state, random q, v = 0, a = tau = 0 and zero gravity,
+- ``rest``: their state, random q, v = 0, a = tau = 0 and zero gravity,
   where ∂ID/∂v and ∂FD/∂v vanish (Fig. 3). The velocity terms are quadratic
   in v: forward differences return a residue proportional to h there,
   central differences cancel it up to rounding.
@@ -15,6 +15,7 @@ input) are central and one-sided (forward), over a sweep of step sizes.
 Errors are ``measure.rel_err`` per output (d/dq, d/dv, d/da or d/dtau); at
 the rest state also the largest |entry| of d/dv.
 """
+
 import numpy as np
 
 from .finite_differences import SCHEMES, fd_function
@@ -23,10 +24,12 @@ from .table1 import ENTRIES, make_model, random_state
 
 ROBOTS = ("panda", "solo12")
 QUICK_ROBOTS = ("double_pendulum",)
-STEPS = tuple(10.0 ** -k for k in range(1, 12))
+STEPS = tuple(10.0**-k for k in range(1, 12))
 QUICK_STEPS = (1e-3, 1e-6, 1e-9)
-KINDS = {"rnea": ("dID ad", ("dID chain_rule", "dID idsva")),
-         "aba": ("dFD ad", ("dFD chain_rule/dmm", "dFD chain_rule/aza", "dFD idsva/dmm", "dFD idsva/aza", "dFD idsva/ltdl"))}
+KINDS = {
+    "rnea": ("dID ad", ("dID chain_rule", "dID idsva")),
+    "aba": ("dFD ad", ("dFD chain_rule/dmm", "dFD chain_rule/aza", "dFD idsva/dmm", "dFD idsva/aza", "dFD idsva/ltdl")),
+}
 OUTPUTS = ("d/dq", "d/dv", "d/dx")
 
 
@@ -34,7 +37,7 @@ def _state(name, state):
     model = make_model(name)
     q, v, x = random_state(model)
     if state == "rest":
-        model.gravity = np.zeros(3)
+        model = model.with_gravity(np.zeros(3))
         v, x = np.zeros(model.nv), np.zeros(model.nv)
     return model, q, v, x
 
@@ -65,7 +68,9 @@ def run_robot(name, steps=STEPS, log=print):
                 fd = fd_function(model, kind, scheme, h=None)
                 res[scheme] = [_errors(fd(q, v, x, h), ref) for h in steps]
             best = min(range(len(steps)), key=lambda i: max_error(res["central"][i]))
-            log(f"  {name} {state} {kind}: central differences best at h = {steps[best]:.0e} "
+            log(
+                f"  {name} {state} {kind}: central differences best at h = {steps[best]:.0e} "
                 f"(error {max_error(res['central'][best]):.1e}); analytical "
-                + ", ".join(f"{k} {max_error(e):.1e}" for k, e in res["analytical"].items()))
+                + ", ".join(f"{k} {max_error(e):.1e}" for k, e in res["analytical"].items())
+            )
     return rec

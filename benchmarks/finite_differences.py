@@ -11,6 +11,7 @@ The step is a constant of the graph, as in a hand-written C loop, or with
 The graph gets the same common-subexpression pass as every casrbd Function,
 which shares the kinematics of evaluations that differ only in v or a.
 """
+
 import casadi as ca
 
 import casrbd

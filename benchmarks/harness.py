@@ -9,6 +9,7 @@ prints the time per call of each of ``repeat`` batches. Objects are cached
 by hash like ``casrbd.codegen``'s libraries, with the seconds gcc took to
 build them, so a resumed benchmark still reports every compile time.
 """
+
 import hashlib
 import subprocess
 import tempfile
@@ -82,12 +83,12 @@ int main(int argc, char **argv) {
 
 
 class Timing(NamedTuple):
-    min: float          # seconds per call, fastest batch
-    median: float       # seconds per call, median batch
-    calls: int          # calls per batch
+    min: float  # seconds per call, fastest batch
+    median: float  # seconds per call, median batch
+    calls: int  # calls per batch
     gcc_seconds: float  # compile time of the generated code (measured when it was compiled)
-    cached: bool        # the object was compiled by an earlier run
-    outputs: list       # the outputs of the compiled call, nonzeros per output
+    cached: bool  # the object was compiled by an earlier run
+    outputs: list  # the outputs of the compiled call, nonzeros per output
 
 
 def compile_object(fun, flags=codegen.DEFAULT_FLAGS, build=None):
@@ -119,17 +120,31 @@ def time_c(fun, inputs, flags=codegen.DEFAULT_FLAGS, repeat=15, batch_seconds=0.
     if not exe.exists():
         driver = build / "driver.c"
         driver.write_text(DRIVER.replace("NAME", name).replace("FUN", name))
-        subprocess.run([codegen.find_compiler(), "-O2", "-I", str(build), str(driver), str(build / f"{name}.o"),
-                        "-o", str(exe), "-lm"], check=True)
+        subprocess.run(
+            [
+                codegen.find_compiler(),
+                "-O2",
+                "-I",
+                str(build),
+                str(driver),
+                str(build / f"{name}.o"),
+                "-o",
+                str(exe),
+                "-lm",
+            ],
+            check=True,
+        )
     data = build / "inputs.bin"
-    values = [np.asarray(ca.DM(x).nonzeros() if isinstance(x, ca.DM) else np.ravel(x, order="F"), dtype=float)
-              for x in inputs]
+    values = [
+        np.asarray(ca.DM(x).nonzeros() if isinstance(x, ca.DM) else np.ravel(x, order="F"), dtype=float) for x in inputs
+    ]
     for i, x in enumerate(values):
         if x.size != fun.nnz_in(i):
             raise ValueError(f"time_c: input {fun.name_in(i)!r} has {x.size} entries, expected {fun.nnz_in(i)}")
     np.concatenate(values).astype("<f8").tofile(data)
-    out = subprocess.run([str(exe), str(data), str(repeat), str(batch_seconds)], check=True,
-                         capture_output=True, text=True).stdout.splitlines()
+    out = subprocess.run(
+        [str(exe), str(data), str(repeat), str(batch_seconds)], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
     t_min, t_med, calls, _ = out[0].split()
     outputs = [np.array(line.split(), dtype=float) for line in out[1:]]
     return Timing(float(t_min), float(t_med), int(calls), gcc_seconds, cached, outputs)

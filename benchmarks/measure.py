@@ -5,22 +5,23 @@ each batch calibrated to last about ``batch_seconds``. Python-side times
 (casadi's VM, Pinocchio's bindings) include the Python call; ``empty_like``
 gives the Function that measures that overhead for casadi.
 """
+
 import time
 from typing import NamedTuple
 
 import casadi as ca
 import numpy as np
 
-from casrbd import codegen
+from casrbd import codegen, testing
 
 from . import harness
 
 
 class Settings(NamedTuple):
-    repeat: int = 15             # batches per timing
+    repeat: int = 15  # batches per timing
     batch_seconds: float = 0.02  # length of one batch
-    cap: float = 3.5e5           # graphs above this many instructions are not compiled
-    o1_above: float = np.inf     # graphs above this many instructions compile with -O1 instead of -O3
+    cap: float = 3.5e5  # graphs above this many instructions are not compiled
+    o1_above: float = np.inf  # graphs above this many instructions compile with -O1 instead of -O3
 
 
 def python_time(call, settings):
@@ -50,13 +51,12 @@ def empty_like(fun):
 
 
 def rel_err(x, ref):
-    """max |x - ref| / max(1, max |ref|), the error measure of the tests; a column (nv x 1, from
-    casadi) and a flat vector (nv, from Pinocchio) compare entry by entry."""
+    """``casrbd.testing.rel_err``, where a column (nv x 1, from casadi) and a flat vector (nv, from
+    Pinocchio) compare entry by entry."""
     x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
     if x.size != ref.size:
         raise ValueError(f"rel_err: shapes {x.shape} and {ref.shape} differ")
-    x = x.reshape(ref.shape)
-    return float(np.max(np.abs(x - ref)) / max(1.0, np.max(np.abs(ref)))) if ref.size else 0.0
+    return testing.rel_err(x.reshape(ref.shape), ref)
 
 
 def dense_outputs(fun, nonzeros):
@@ -85,6 +85,12 @@ def measure(fun, inputs, settings, full=False):
     flags = compile_flags(n, settings)
     t = harness.time_c(fun, inputs, flags, settings.repeat, settings.batch_seconds)
     c_out = dense_outputs(fun, t.outputs)
-    rec.update(c_min=t.min, c_median=t.median, gcc_seconds=t.gcc_seconds, cached=t.cached, flags=" ".join(flags),
-               err_c_vs_vm=max(rel_err(c, r) for c, r in zip(c_out, vm_out)))
+    rec.update(
+        c_min=t.min,
+        c_median=t.median,
+        gcc_seconds=t.gcc_seconds,
+        cached=t.cached,
+        flags=" ".join(flags),
+        err_c_vs_vm=max(rel_err(c, r) for c, r in zip(c_out, vm_out)),
+    )
     return rec, c_out

@@ -18,6 +18,7 @@ compiles the libraries in a fresh cache, so that their compile times are
 measured; ``--quick`` runs the sizes of tests/test_ocp.py with the usual
 cache and only prints the table.
 """
+
 import argparse
 import importlib.util
 import os
@@ -36,14 +37,24 @@ from casrbd import ocp
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 EXAMPLES = ("swingup", "arm_p2p", "legged", "mpc_arm")
-FULL = {"swingup": {"nodes": 60}, "arm_p2p": {"nodes": 40}, "legged": {"nodes": 40},
-        "mpc_arm": {"steps": 40, "nodes": 10}}
-QUICK = {"swingup": {"nodes": 60}, "arm_p2p": {"nodes": 24}, "legged": {"nodes": 12},
-         "mpc_arm": {"steps": 5, "nodes": 5}}
+FULL = {
+    "swingup": {"nodes": 60},
+    "arm_p2p": {"nodes": 40},
+    "legged": {"nodes": 40},
+    "mpc_arm": {"steps": 40, "nodes": 10},
+}
+QUICK = {
+    "swingup": {"nodes": 60},
+    "arm_p2p": {"nodes": 24},
+    "legged": {"nodes": 12},
+    "mpc_arm": {"steps": 5, "nodes": 5},
+}
 # (compiled, hessian) per example; no limited-memory Hessian for the jump (it does not converge there:
 # `python examples/legged.py --hessian limited-memory`) nor for MPC (thousands of iterations per solve)
-SETTINGS = {name: [(False, "exact"), (True, "exact")] + ([(False, "limited-memory")] if name in ("swingup", "arm_p2p")
-                                                          else []) for name in EXAMPLES}
+SETTINGS = {
+    name: [(False, "exact"), (True, "exact")] + ([(False, "limited-memory")] if name in ("swingup", "arm_p2p") else [])
+    for name in EXAMPLES
+}
 
 
 def load(name):
@@ -67,8 +78,11 @@ def aggregate(solves):
     """One MPC closed loop as one row: iterations and times summed over the solves, the first
     (cold) solve's cost, success if every solve succeeded."""
     out = {k: sum(s[k] for s in solves) for k in ("iterations", *ocp.STAT_FIELDS)}
-    out.update(cost=solves[0]["cost"], success=all(s["success"] for s in solves),
-               status=f"{sum(s['success'] for s in solves)}/{len(solves)} solved")
+    out.update(
+        cost=solves[0]["cost"],
+        success=all(s["success"] for s in solves),
+        status=f"{sum(s['success'] for s in solves)}/{len(solves)} solved",
+    )
     out["t_per_iter"] = out["t_total"] / max(out["iterations"], 1)
     out["cpu_per_iter"] = out["cpu_total"] / max(out["iterations"], 1)
     return out
@@ -109,9 +123,11 @@ def per_call(model, name, f_ext, calls=200):
     out = {}
     for mode in ocp.JACOBIANS:
         y = casrbd.function(model, name, jacobian=mode, f_ext=f_ext)(*args)
-        funs = [ca.Function("J", args, [ca.jacobian(y, x)]),
-                ca.Function("g", args + [lam], [ca.gradient(ca.dot(lam, y), x)]),
-                ca.Function("H", args + [lam], [ca.hessian(ca.dot(lam, y), x)[0]])]
+        funs = [
+            ca.Function("J", args, [ca.jacobian(y, x)]),
+            ca.Function("g", args + [lam], [ca.gradient(ca.dot(lam, y), x)]),
+            ca.Function("H", args + [lam], [ca.hessian(ca.dot(lam, y), x)[0]]),
+        ]
         times = []
         for f in funs:
             inputs = values + [rng.normal(size=model.nv)] * (f.n_in() - len(values))
@@ -136,9 +152,24 @@ def ratio(x, y):
 
 
 def table(rows):
-    head = ["example", "code", "Hessian", "Jacobian", "status", "iter", "solve wall [s]", "solve CPU [s]",
-            "jac_g CPU", "hess_l CPU", "CPU per iter [ms]", "cost", "A/AD solve", "A/AD per iter", "A/AD jac_g",
-            "A/AD hess_l"]
+    head = [
+        "example",
+        "code",
+        "Hessian",
+        "Jacobian",
+        "status",
+        "iter",
+        "solve wall [s]",
+        "solve CPU [s]",
+        "jac_g CPU",
+        "hess_l CPU",
+        "CPU per iter [ms]",
+        "cost",
+        "A/AD solve",
+        "A/AD per iter",
+        "A/AD jac_g",
+        "A/AD hess_l",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["stats"]
@@ -146,20 +177,41 @@ def table(rows):
         if r["jacobian"] == "analytical" and r.get("ad"):
             a = r["ad"]
             ratios = [ratio(s[k], a[k]) for k in ("cpu_total", "cpu_per_iter", "cpu_jac_g", "cpu_hess_l")]
-        lines.append("| " + " | ".join([
-            r["example"], "C" if r["compiled"] else "VM", r["hessian"], r["jacobian"], s["status"],
-            str(s["iterations"]), f"{s['t_total']:.3f}", f"{s['cpu_total']:.3f}", fmt_time(s["cpu_jac_g"]),
-            fmt_time(s["cpu_hess_l"]), f"{1e3 * s['cpu_per_iter']:.1f}", f"{s['cost']:.10g}", *ratios]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["example"],
+                    "C" if r["compiled"] else "VM",
+                    r["hessian"],
+                    r["jacobian"],
+                    s["status"],
+                    str(s["iterations"]),
+                    f"{s['t_total']:.3f}",
+                    f"{s['cpu_total']:.3f}",
+                    fmt_time(s["cpu_jac_g"]),
+                    fmt_time(s["cpu_hess_l"]),
+                    f"{1e3 * s['cpu_per_iter']:.1f}",
+                    f"{s['cost']:.10g}",
+                    *ratios,
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def plot(rows, path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     pairs = [r for r in rows if r["jacobian"] == "analytical" and r.get("ad")]
-    labels = [f"{r['example']}\n{'C' if r['compiled'] else 'VM'}, {'L-BFGS' if r['hessian'] != 'exact' else 'exact H'}"
-              for r in pairs]
+    labels = [
+        f"{r['example']}\n{'C' if r['compiled'] else 'VM'}, {'L-BFGS' if r['hessian'] != 'exact' else 'exact H'}"
+        for r in pairs
+    ]
     x = np.arange(len(pairs))
     fig, (ax0, ax1) = plt.subplots(2, 1, figsize=(max(8, 1.1 * len(pairs)), 8), sharex=True)
     ax0.bar(x - 0.2, [1e3 * r["stats"]["cpu_per_iter"] for r in pairs], 0.4, label="analytical")
@@ -233,9 +285,11 @@ def summary(rows):
         if r["jacobian"] == "analytical" and r.get("ad"):
             x = r["stats"]["cpu_total"] / r["ad"]["cpu_total"]
             verdict = "analytical faster" if x < 0.95 else "AD faster" if x > 1.05 else "even (within 5 %)"
-            lines.append(f"- {r['example']}, {'compiled' if r['compiled'] else 'VM'}, {r['hessian']} Hessian: "
-                         f"{x:.2f}, {verdict}; jac_g {ratio(r['stats']['cpu_jac_g'], r['ad']['cpu_jac_g'])}, "
-                         f"hess_l {ratio(r['stats']['cpu_hess_l'], r['ad']['cpu_hess_l'])}")
+            lines.append(
+                f"- {r['example']}, {'compiled' if r['compiled'] else 'VM'}, {r['hessian']} Hessian: "
+                f"{x:.2f}, {verdict}; jac_g {ratio(r['stats']['cpu_jac_g'], r['ad']['cpu_jac_g'])}, "
+                f"hess_l {ratio(r['stats']['cpu_hess_l'], r['ad']['cpu_hess_l'])}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -250,11 +304,15 @@ def measure(sizes, repeat, write):
         for mode in ocp.JACOBIANS:
             start = time.perf_counter()
             ocp.dynamics(model, dyn, mode, compiled=True, f_ext=f_ext)
-            libraries.append((model.name, dyn + (" with f_ext" if f_ext else ""), mode, n[mode],
-                              time.perf_counter() - start))
+            libraries.append(
+                (model.name, dyn + (" with f_ext" if f_ext else ""), mode, n[mode], time.perf_counter() - start)
+            )
             calls.append((model.name, dyn + (" with f_ext" if f_ext else ""), mode, t[mode]))
-            print(f"{model.name} {dyn} {mode}: instructions f/jac/jac_jac {n[mode]}, library build "
-                  f"{libraries[-1][-1]:.1f} s; per call J, grad, Hessian {np.round(t[mode], 3)} ms", flush=True)
+            print(
+                f"{model.name} {dyn} {mode}: instructions f/jac/jac_jac {n[mode]}, library build "
+                f"{libraries[-1][-1]:.1f} s; per call J, grad, Hessian {np.round(t[mode], 3)} ms",
+                flush=True,
+            )
 
     rows, keep = [], {}
     for name in EXAMPLES:
@@ -265,9 +323,18 @@ def measure(sizes, repeat, write):
                     result, stats = run(mods[name], name, sizes[name], jacobian, compiled, hessian)
                     if best is None or stats["cpu_total"] < best[1]["cpu_total"]:
                         best = (result, stats)
-                print(f"{name:8s} {'C ' if compiled else 'VM'} {hessian:14s} {jacobian:10s} "
-                      f"{ocp.format_stats(best[1])}, wall {best[1]['wall']:.1f} s", flush=True)
-                row = {"example": name, "compiled": compiled, "hessian": hessian, "jacobian": jacobian, "stats": best[1]}
+                print(
+                    f"{name:8s} {'C ' if compiled else 'VM'} {hessian:14s} {jacobian:10s} "
+                    f"{ocp.format_stats(best[1])}, wall {best[1]['wall']:.1f} s",
+                    flush=True,
+                )
+                row = {
+                    "example": name,
+                    "compiled": compiled,
+                    "hessian": hessian,
+                    "jacobian": jacobian,
+                    "stats": best[1],
+                }
                 if jacobian == "ad":
                     rows[-1]["ad"] = best[1]
                 rows.append(row)
@@ -279,11 +346,15 @@ def measure(sizes, repeat, write):
         return 0
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    call_lines = ["| model | dynamics | Jacobian | J [ms] | grad of lambda^T f [ms] | Hessian of lambda^T f [ms] |",
-                  "|---|---|---|---|---|---|"]
+    call_lines = [
+        "| model | dynamics | Jacobian | J [ms] | grad of lambda^T f [ms] | Hessian of lambda^T f [ms] |",
+        "|---|---|---|---|---|---|",
+    ]
     call_lines += [f"| {m} | {d} | {mode} | {t[0]:.3f} | {t[1]:.3f} | {t[2]:.3f} |" for m, d, mode, t in calls]
-    lib_lines = ["| model | dynamics | Jacobian | instructions f / jac / jac_jac | build + compile [s] |",
-                 "|---|---|---|---|---|"]
+    lib_lines = [
+        "| model | dynamics | Jacobian | instructions f / jac / jac_jac | build + compile [s] |",
+        "|---|---|---|---|---|",
+    ]
     lib_lines += [f"| {m} | {d} | {mode} | {' / '.join(map(str, n))} | {t:.1f} |" for m, d, mode, n, t in libraries]
     (RESULTS / "ocp.md").write_text(
         "# Optimal control: analytical vs AD Jacobians\n\n"
@@ -292,11 +363,17 @@ def measure(sizes, repeat, write):
         "Examples (`examples/`): double-pendulum swing-up (RK4 multiple shooting, 60 intervals), Panda point "
         "to point (RK4, 40 intervals), solo12 jump (inverse dynamics with contact forces, 40 intervals), Panda "
         "MPC (40 closed-loop solves of 10 RK4 intervals). ![](ocp.png)\n\n"
-        + text + "\n\n" + summary(rows) + NOTES
-        + "\n## One dynamics call inside an MX graph (VM)\n\n" + "\n".join(call_lines)
-        + "\n\n## Compiled libraries\n\n" + "\n".join(lib_lines)
+        + text
+        + "\n\n"
+        + summary(rows)
+        + NOTES
+        + "\n## One dynamics call inside an MX graph (VM)\n\n"
+        + "\n".join(call_lines)
+        + "\n\n## Compiled libraries\n\n"
+        + "\n".join(lib_lines)
         + "\n\n(build: the SX Jacobians, C generation and gcc -O1, into an empty cache; the benchmark's runs "
-          "then load the library.)\n")
+        "then load the library.)\n"
+    )
     plot(rows, RESULTS / "ocp.png")
     mods["swingup"].plot(keep["swingup"], RESULTS / "ocp_swingup.png")
     mods["arm_p2p"].plot(keep["arm_p2p"], RESULTS / "ocp_arm.png")
@@ -304,7 +381,6 @@ def measure(sizes, repeat, write):
     mods["mpc_arm"].plot(keep["mpc_arm"], RESULTS / "ocp_mpc.png")
     print(f"wrote {RESULTS / 'ocp.md'}, {RESULTS / 'ocp.png'} and the examples' plots")
     return 0
-
 
 
 def main(argv=None):

@@ -13,6 +13,7 @@ joints (argument conversion, the call, the returned arrays); it does not
 include copying nv x nv outputs, so subtracting it leaves a slight
 overestimate of Pinocchio's C++ time.
 """
+
 import importlib.util
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """PNG plots of the stored results (matplotlib, no display needed)."""
+
 import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on CI machines
@@ -11,8 +12,20 @@ from .scaling import METHODS, series  # noqa: E402
 from .table1 import ENTRIES  # noqa: E402
 
 TREE_STYLE = {"serial": "-", "bf2": "-.", "bf5": "--"}
-RATIO_ENTRIES = ("ID", "dID chain_rule", "dID idsva", "dID ad", "FD", "dFD chain_rule/dmm", "dFD idsva/dmm",
-                 "dFD idsva/aza", "dFD idsva/ltdl", "dFD ad", "Minv", "Minv ldl")
+RATIO_ENTRIES = (
+    "ID",
+    "dID chain_rule",
+    "dID idsva",
+    "dID ad",
+    "FD",
+    "dFD chain_rule/dmm",
+    "dFD idsva/dmm",
+    "dFD idsva/aza",
+    "dFD idsva/ltdl",
+    "dFD ad",
+    "Minv",
+    "Minv ldl",
+)
 
 
 def _legend(ax, **options):
@@ -60,8 +73,14 @@ def scaling_instructions(scaling, path):
         for tree in _trees(scaling):
             pts = series(scaling, tree, key, "instructions")
             if pts:
-                ax.loglog(*zip(*pts), TREE_STYLE.get(tree, ":"), marker="o", ms=3, color=plt.cm.tab10(j),
-                          label=f"{key} {tree}")
+                ax.loglog(
+                    *zip(*pts),
+                    TREE_STYLE.get(tree, ":"),
+                    marker="o",
+                    ms=3,
+                    color=plt.cm.tab10(j),
+                    label=f"{key} {tree}",
+                )
     ax.set_xlabel("N (bodies)")
     ax.set_ylabel("n_instructions()")
     _legend(ax, fontsize=6, ncol=2)
@@ -76,10 +95,19 @@ def scaling_time(scaling, path):
             for j, key in enumerate(METHODS):
                 pts = series(scaling, tree, key, "c_min")
                 if key.startswith(prefix) and pts:
-                    ax.loglog(*zip(*[(n, t * 1e6) for n, t in pts]), TREE_STYLE.get(tree, ":"), marker="o", ms=3,
-                              color=plt.cm.tab10(j), label=f"{key} {tree}")
-            pin = sorted((r["N"], 1e6 * net_time(r["pinocchio"][kind])) for r in scaling.values()
-                         if r["tree"] == tree and net_time(r["pinocchio"][kind]))
+                    ax.loglog(
+                        *zip(*[(n, t * 1e6) for n, t in pts]),
+                        TREE_STYLE.get(tree, ":"),
+                        marker="o",
+                        ms=3,
+                        color=plt.cm.tab10(j),
+                        label=f"{key} {tree}",
+                    )
+            pin = sorted(
+                (r["N"], 1e6 * net_time(r["pinocchio"][kind]))
+                for r in scaling.values()
+                if r["tree"] == tree and net_time(r["pinocchio"][kind])
+            )
             if pin:
                 ax.loglog(*zip(*pin), TREE_STYLE.get(tree, ":"), color="k", label=f"Pinocchio {tree} (net)")
         ax.set_xlabel("N (bodies)")
@@ -99,8 +127,13 @@ def dmm_vs_aza(scaling, path):
                 x = dict(series(scaling, tree, f"dFD idsva/{other}", field))
                 both = sorted(set(dmm) & set(x))
                 if both:
-                    ax.semilogx(both, [x[n] / dmm[n] for n in both], TREE_STYLE.get(tree, ":"), marker=marker,
-                                label=f"{other.upper()} {tree}")
+                    ax.semilogx(
+                        both,
+                        [x[n] / dmm[n] for n in both],
+                        TREE_STYLE.get(tree, ":"),
+                        marker=marker,
+                        label=f"{other.upper()} {tree}",
+                    )
         ax.axhline(1, color="k", lw=0.8)
         ax.xaxis.set_minor_formatter(NullFormatter())  # log axis over less than a decade: no crowded labels
         ax.set_xlabel("N (bodies)")
@@ -115,8 +148,14 @@ def accuracy(acc, path):
     for row, (robot, rec) in zip(axes, acc.items()):
         for ax, kind in zip(row, KINDS):
             for scheme, color in (("central", "C0"), ("forward", "C1")):
-                ax.loglog(rec["steps"], [max_error(e) for e in rec["states"]["random"][kind][scheme]], color=color,
-                          marker="o", ms=3, label=f"{scheme}: error (random state)")
+                ax.loglog(
+                    rec["steps"],
+                    [max_error(e) for e in rec["states"]["random"][kind][scheme]],
+                    color=color,
+                    marker="o",
+                    ms=3,
+                    label=f"{scheme}: error (random state)",
+                )
                 rest = [max(e["max_abs_dv"], 1e-18) for e in rec["states"]["rest"][kind][scheme]]
                 ax.loglog(rec["steps"], rest, "--", color=color, label=f"{scheme}: max |∂/∂v| at rest")
             for j, (key, e) in enumerate(rec["states"]["random"][kind]["analytical"].items()):

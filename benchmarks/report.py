@@ -1,4 +1,5 @@
 """The markdown report (report.md) of the stored results; the plots come from ``plots``."""
+
 from pathlib import Path
 
 from casrbd import codegen
@@ -9,8 +10,11 @@ from .pinocchio_timing import net_time
 from .scaling import LIMITS, METHODS, TREES, ad_stops, crossovers
 from .table1 import ENTRIES, FD_TOLERANCE, FD_VM_TOLERANCE, TOLERANCE
 
-TITLES = {"table1": "## Table I (seed 003): per robot", "scaling": "## Scaling (seed 004 Figs. 2, 4, 6, 7)",
-          "accuracy": "## Accuracy (seed 003 Fig. 3, seed 004 V-A)"}
+TITLES = {
+    "table1": "## Table I of Carpentier & Mansard (RSS 2018): per robot",
+    "scaling": "## Scaling (Singh, Russell & Wensing (RA-L 2022) Figs. 2, 4, 6, 7)",
+    "accuracy": "## Accuracy (Carpentier & Mansard (RSS 2018) Fig. 3, Singh, Russell & Wensing (RA-L 2022) V-A)",
+}
 NOTE = """Times are per call, **min / median** over repeated batches (each batch calibrated to a fixed
 length); build and gcc times are single measurements. Compiled times come from a C driver calling the
 generated code (benchmarks/harness.py); VM times are Python calls of the casadi Function (the "VM
@@ -39,10 +43,18 @@ def check_mark(rec):
 
 def mismatches(results):
     """Every stored entry whose outputs disagreed with the VM or Pinocchio."""
-    bad = [f"table1 {robot} {key}" for robot, rec in results["table1"].items()
-           for key, e in rec["entries"].items() if not e["ok"]]
-    bad += [f"scaling {name} {key}" for name, rec in results["scaling"].items()
-            for key, e in rec["methods"].items() if "ok" in e and not e["ok"]]
+    bad = [
+        f"table1 {robot} {key}"
+        for robot, rec in results["table1"].items()
+        for key, e in rec["entries"].items()
+        if not e["ok"]
+    ]
+    bad += [
+        f"scaling {name} {key}"
+        for name, rec in results["scaling"].items()
+        for key, e in rec["methods"].items()
+        if "ok" in e and not e["ok"]
+    ]
     return bad
 
 
@@ -80,14 +92,45 @@ def _runs(results):
     for run in sorted(used):
         env = results["runs"][run]
         s = env["settings"]
-        settings = (f"{s['repeat']} batches of {s['batch_seconds']} s, compile cap "
-                    + ("none (--full)" if s["full"] else f"{s['cap']:g} instructions")
-                    + ", " + _flags(s["o1_above"]) + f", scaling build limit {s['limit']:g} instructions"
-                    + (", quick" if s["quick"] else ""))
-        rows.append([run, env["cpu"], env["cores"], " ".join(f"{x:.2f}" for x in env["load_average"]), env["os"],
-                     env["python"], env["casadi"], env["numpy"], env["pinocchio"], env["compiler"], settings])
-    return table(["run (UTC)", "CPU", "cores", "load avg", "OS", "Python", "casadi", "numpy", "Pinocchio",
-                  "C compiler", "settings"], rows)
+        settings = (
+            f"{s['repeat']} batches of {s['batch_seconds']} s, compile cap "
+            + ("none (--full)" if s["full"] else f"{s['cap']:g} instructions")
+            + ", "
+            + _flags(s["o1_above"])
+            + f", scaling build limit {s['limit']:g} instructions"
+            + (", quick" if s["quick"] else "")
+        )
+        rows.append(
+            [
+                run,
+                env["cpu"],
+                env["cores"],
+                " ".join(f"{x:.2f}" for x in env["load_average"]),
+                env["os"],
+                env["python"],
+                env["casadi"],
+                env["numpy"],
+                env["pinocchio"],
+                env["compiler"],
+                settings,
+            ]
+        )
+    return table(
+        [
+            "run (UTC)",
+            "CPU",
+            "cores",
+            "load avg",
+            "OS",
+            "Python",
+            "casadi",
+            "numpy",
+            "Pinocchio",
+            "C compiler",
+            "settings",
+        ],
+        rows,
+    )
 
 
 def _ratio(t, pin):
@@ -99,35 +142,75 @@ def _table1_robot(rec):
     built = [e for e in rec["entries"].values() if "gcc_seconds" in e]
     gcc_all = sum(e["gcc_seconds"] for e in built)
     gcc_now = sum(e["gcc_seconds"] for e in built if not e["cached"])
-    pin_rows = [[kind, f"{us(p['min'])} / {us(p['median'])}",
-                 f"{us(p['overhead_min'])} / {us(p['overhead_median'])}", us(net_time(p)) or "n/a"]
-                for kind, p in rec["pinocchio"].items()]
+    pin_rows = [
+        [
+            kind,
+            f"{us(p['min'])} / {us(p['median'])}",
+            f"{us(p['overhead_min'])} / {us(p['overhead_median'])}",
+            us(net_time(p)) or "n/a",
+        ]
+        for kind, p in rec["pinocchio"].items()
+    ]
     rows = []
     for key, e in rec["entries"].items():
         entry = ENTRIES[key]
         pin = rec["pinocchio"][entry.pinocchio]
-        compiled = (f"{pair(e, 'c')}", f"{e['gcc_seconds']:.1f} ({e['flags']})", _ratio(e["c_min"], pin)) \
-            if "c_min" in e else (f"not compiled: {e['not_compiled']}", "", "")
-        rows.append([entry.label, e["instructions"], f"{e['build_seconds']:.2f}", pair(e, "vm"),
-                     us(e["vm_overhead_min"]), *compiled, f"{e['err_vs_pinocchio']:.1e}",
-                     f"{e['err_vs_ad']:.1e}" if "err_vs_ad" in e else "", check_mark(e)])
-    return "\n\n".join([
-        f"### {rec['robot']} (nq = {rec['nq']}, nv = {rec['nv']}; run {rec['run']})",
-        f"Measured in {rec['seconds']:.0f} s, of which gcc {gcc_now:.0f} s; all objects compiled from scratch: "
-        f"gcc {gcc_all:.0f} s.",
-        table(["Pinocchio", "µs min / median", "binding overhead µs", "net µs (min)"], pin_rows),
-        table(["entry", "instructions", "build s", "VM µs", "VM overhead µs", "compiled µs", "gcc s (flags)",
-               "compiled / Pinocchio net (raw)", "err vs Pinocchio", "err vs AD", "check"], rows)])
+        compiled = (
+            (f"{pair(e, 'c')}", f"{e['gcc_seconds']:.1f} ({e['flags']})", _ratio(e["c_min"], pin))
+            if "c_min" in e
+            else (f"not compiled: {e['not_compiled']}", "", "")
+        )
+        rows.append(
+            [
+                entry.label,
+                e["instructions"],
+                f"{e['build_seconds']:.2f}",
+                pair(e, "vm"),
+                us(e["vm_overhead_min"]),
+                *compiled,
+                f"{e['err_vs_pinocchio']:.1e}",
+                f"{e['err_vs_ad']:.1e}" if "err_vs_ad" in e else "",
+                check_mark(e),
+            ]
+        )
+    return "\n\n".join(
+        [
+            f"### {rec['robot']} (nq = {rec['nq']}, nv = {rec['nv']}; run {rec['run']})",
+            f"Measured in {rec['seconds']:.0f} s, of which gcc {gcc_now:.0f} s; all objects compiled from scratch: "
+            f"gcc {gcc_all:.0f} s.",
+            table(["Pinocchio", "µs min / median", "binding overhead µs", "net µs (min)"], pin_rows),
+            table(
+                [
+                    "entry",
+                    "instructions",
+                    "build s",
+                    "VM µs",
+                    "VM overhead µs",
+                    "compiled µs",
+                    "gcc s (flags)",
+                    "compiled / Pinocchio net (raw)",
+                    "err vs Pinocchio",
+                    "err vs AD",
+                    "check",
+                ],
+                rows,
+            ),
+        ]
+    )
 
 
 def _table1(results):
-    parts = [TITLES["table1"], NOTE,
-             "Pinocchio's function for each entry: ID → `rnea`, ∂ID → `computeRNEADerivatives`, FD → `aba`, "
-             "∂FD → `computeABADerivatives`, M⁻¹ → `computeMinverse`. ∂ID and ∂FD are all three outputs "
-             "(d/dq, d/dv and M or M⁻¹). Finite differences: an SX Function of central differences, 2·nv "
-             "evaluations per input (6·nv in all), d/dq on the manifold through `integrate`, step 1e-6. "
-             "M⁻¹ by LDLᵀ: `crba`, then casadi's symbolic `ldl` (AMD ordering) and `ldl_solve` on the "
-             "identity, one SX graph.", "![Table I ratios](table1_ratios.png)"]
+    parts = [
+        TITLES["table1"],
+        NOTE,
+        "Pinocchio's function for each entry: ID → `rnea`, ∂ID → `computeRNEADerivatives`, FD → `aba`, "
+        "∂FD → `computeABADerivatives`, M⁻¹ → `computeMinverse`. ∂ID and ∂FD are all three outputs "
+        "(d/dq, d/dv and M or M⁻¹). Finite differences: an SX Function of central differences, 2·nv "
+        "evaluations per input (6·nv in all), d/dq on the manifold through `integrate`, step 1e-6. "
+        "M⁻¹ by LDLᵀ: `crba`, then casadi's symbolic `ldl` (AMD ordering) and `ldl_solve` on the "
+        "identity, one SX graph.",
+        "![Table I ratios](table1_ratios.png)",
+    ]
     parts += [_table1_robot(rec) for rec in results["table1"].values()]
     return "\n\n".join(parts)
 
@@ -141,76 +224,131 @@ def _scaling(results):
             if "not_built" in e:
                 rows.append([rec["tree"], rec["N"], key, f"not built: {e['not_built']}"] + [""] * 6)
                 continue
-            compiled = (pair(e, "c"), f"{e['gcc_seconds']:.1f} ({e['flags']})", _ratio(e["c_min"], pin)) \
-                if "c_min" in e else (f"not compiled: {e['not_compiled']}", "", "")
-            rows.append([rec["tree"], rec["N"], key, e["instructions"], f"{e['build_seconds']:.1f}", *compiled,
-                         us(net_time(pin)) or "n/a", f"{e['err_vs_pinocchio']:.1e} {check_mark(e)}"])
+            compiled = (
+                (pair(e, "c"), f"{e['gcc_seconds']:.1f} ({e['flags']})", _ratio(e["c_min"], pin))
+                if "c_min" in e
+                else (f"not compiled: {e['not_compiled']}", "", "")
+            )
+            rows.append(
+                [
+                    rec["tree"],
+                    rec["N"],
+                    key,
+                    e["instructions"],
+                    f"{e['build_seconds']:.1f}",
+                    *compiled,
+                    us(net_time(pin)) or "n/a",
+                    f"{e['err_vs_pinocchio']:.1e} {check_mark(e)}",
+                ]
+            )
     for tree, stop in ad_stops(results["scaling"]).items():
         notes.append(f"- {tree}: AD " + (f"stops after N = {stop[0]}: {stop[1]}" if stop else "built at every N"))
-    products = {"dFD idsva/aza": "AZA (ABA sweeps over the 2·nv columns, O(N²))",
-                "dFD idsva/ltdl": "LTDL (back-substitution with the sparse factor M = LᵀDL, O(N·depth) per column)"}
+    products = {
+        "dFD idsva/aza": "AZA (ABA sweeps over the 2·nv columns, O(N²))",
+        "dFD idsva/ltdl": "LTDL (back-substitution with the sparse factor M = LᵀDL, O(N·depth) per column)",
+    }
     for key, text in products.items():
-        notes.append(f"\nDMM (the O(N³) product with M⁻¹) vs {text} for ∂FD (IDSVA): where it gets below DMM "
-                     "for good:\n")
+        notes.append(
+            f"\nDMM (the O(N³) product with M⁻¹) vs {text} for ∂FD (IDSVA): where it gets below DMM for good:\n"
+        )
         for tree, (sizes, times) in crossovers(results["scaling"], key).items():
-            notes.append(f"- {tree}: " + ", ".join(
-                f"{what} from N = {n}" if n else f"{what} at no N measured" for what, n in
-                (("in instructions", sizes), ("in compiled time", times))))
-    return "\n\n".join([
-        TITLES["scaling"],
-        "Trees of N revolute joints with random axes (`random_tree(N, ('revolute',), branching=b)`): serial "
-        "(b = 1) and complete trees of branching 2 and 5. A graph whose size, extrapolated log-log from the two "
-        f"previous N, exceeds the build limit (`--limit`, see Runs; at most {LIMITS['dID ad']:g} for AD) is "
-        "not built; graphs above the compile cap are built and checked in the VM but not compiled. Pinocchio: "
-        "computeRNEADerivatives for ∂ID, computeABADerivatives for ∂FD, net of binding overhead. Where AD stops:",
-        "\n".join(notes), "![instructions](scaling_instructions.png)\n\n![compiled time](scaling_time.png)\n\n"
-        "![DMM vs AZA](dmm_vs_aza.png)",
-        table(["tree", "N", "method", "instructions", "build s", "compiled µs", "gcc s (flags)",
-               "compiled / Pinocchio net (raw)", "Pinocchio net µs", "err vs Pinocchio"], rows)])
+            notes.append(
+                f"- {tree}: "
+                + ", ".join(
+                    f"{what} from N = {n}" if n else f"{what} at no N measured"
+                    for what, n in (("in instructions", sizes), ("in compiled time", times))
+                )
+            )
+    return "\n\n".join(
+        [
+            TITLES["scaling"],
+            "Trees of N revolute joints with random axes (`random_tree(N, ('revolute',), branching=b)`): serial "
+            "(b = 1) and complete trees of branching 2 and 5. A graph whose size, extrapolated log-log from the two "
+            f"previous N, exceeds the build limit (`--limit`, see Runs; at most {LIMITS['dID ad']:g} for AD) is "
+            "not built; graphs above the compile cap are built and checked in the VM but not compiled. Pinocchio: "
+            "computeRNEADerivatives for ∂ID, computeABADerivatives for ∂FD, net of binding overhead. Where AD stops:",
+            "\n".join(notes),
+            "![instructions](scaling_instructions.png)\n\n![compiled time](scaling_time.png)\n\n"
+            "![DMM vs AZA](dmm_vs_aza.png)",
+            table(
+                [
+                    "tree",
+                    "N",
+                    "method",
+                    "instructions",
+                    "build s",
+                    "compiled µs",
+                    "gcc s (flags)",
+                    "compiled / Pinocchio net (raw)",
+                    "Pinocchio net µs",
+                    "err vs Pinocchio",
+                ],
+                rows,
+            ),
+        ]
+    )
 
 
 def _accuracy(results):
-    parts = [TITLES["accuracy"],
-             "Reference: casadi's AD of the same graph. `random`: random q, v, a/τ with gravity; "
-             "`rest`: random q, v = 0, a = τ = 0 and zero gravity, where ∂/∂v vanishes (seed 003 Fig. 3); "
-             "the column max abs ∂/∂v is what each method returns there. The velocity terms are quadratic "
-             "in v, so forward differences leave a residue proportional to h and central differences cancel "
-             "it (up to rounding); exact zeros are drawn at 1e-18 in the plot. Errors (random state) are the "
-             "max over d/dq, d/dv and d/da (d/dτ): truncation (∝ h², ∝ h) for large steps, rounding (∝ 1/h) "
-             "for small ones.",
-             "![accuracy](accuracy.png)"]
+    parts = [
+        TITLES["accuracy"],
+        "Reference: casadi's AD of the same graph. `random`: random q, v, a/τ with gravity; "
+        "`rest`: random q, v = 0, a = τ = 0 and zero gravity, where ∂/∂v vanishes "
+        "(Carpentier & Mansard (RSS 2018) Fig. 3); "
+        "the column max abs ∂/∂v is what each method returns there. The velocity terms are quadratic "
+        "in v, so forward differences leave a residue proportional to h and central differences cancel "
+        "it (up to rounding); exact zeros are drawn at 1e-18 in the plot. Errors (random state) are the "
+        "max over d/dq, d/dv and d/da (d/dτ): truncation (∝ h², ∝ h) for large steps, rounding (∝ 1/h) "
+        "for small ones.",
+        "![accuracy](accuracy.png)",
+    ]
     for robot, rec in results["accuracy"].items():
-        head = ["h"] + [f"{kind} {scheme} {what}" for kind in ("rnea", "aba") for scheme in ("central", "forward")
-                        for what in ("error", "rest max abs ∂/∂v")]
+        head = ["h"] + [
+            f"{kind} {scheme} {what}"
+            for kind in ("rnea", "aba")
+            for scheme in ("central", "forward")
+            for what in ("error", "rest max abs ∂/∂v")
+        ]
         rows = []
         for i, h in enumerate(rec["steps"]):
             row = [f"{h:.0e}"]
             for kind in ("rnea", "aba"):
                 for scheme in ("central", "forward"):
-                    row += [f"{max_error(rec['states']['random'][kind][scheme][i]):.1e}",
-                            f"{rec['states']['rest'][kind][scheme][i]['max_abs_dv']:.1e}"]
+                    row += [
+                        f"{max_error(rec['states']['random'][kind][scheme][i]):.1e}",
+                        f"{rec['states']['rest'][kind][scheme][i]['max_abs_dv']:.1e}",
+                    ]
             rows.append(row)
-        analytical = [[key, f"{max_error(e):.1e}",
-                       f"{rec['states']['rest'][kind]['analytical'][key]['max_abs_dv']:.1e}"]
-                      for kind in ("rnea", "aba") for key, e in rec["states"]["random"][kind]["analytical"].items()]
-        parts += [f"### {robot} (run {rec['run']})", table(head, rows),
-                  table(["analytical", "error vs AD (random)", "rest max abs ∂/∂v"], analytical)]
+        analytical = [
+            [key, f"{max_error(e):.1e}", f"{rec['states']['rest'][kind]['analytical'][key]['max_abs_dv']:.1e}"]
+            for kind in ("rnea", "aba")
+            for key, e in rec["states"]["random"][kind]["analytical"].items()
+        ]
+        parts += [
+            f"### {robot} (run {rec['run']})",
+            table(head, rows),
+            table(["analytical", "error vs AD (random)", "rest max abs ∂/∂v"], analytical),
+        ]
     return "\n\n".join(parts)
 
 
 def _correctness(bad):
     if bad:
         return "**MISMATCHES** (a benchmark of a wrong result is worthless):\n\n" + "\n".join(f"- {b}" for b in bad)
-    return (f"Every compiled output matched casadi's VM evaluation and Pinocchio's result (tolerance {TOLERANCE:g}; "
-            f"finite differences {FD_TOLERANCE:g} against Pinocchio, {FD_VM_TOLERANCE:g} against the VM): no mismatch.")
+    return (
+        f"Every compiled output matched casadi's VM evaluation and Pinocchio's result (tolerance {TOLERANCE:g}; "
+        f"finite differences {FD_TOLERANCE:g} against Pinocchio, {FD_VM_TOLERANCE:g} against the VM): no mismatch."
+    )
 
 
 def _targets(table1):
     if not table1:
         return "no Table I results"
-    return ("Checked on the Table I records, each within one robot's record (one run): min times, Pinocchio's "
-            "net of its binding overhead (the raw ratio is in the detail).\n\n"
-            + table(["target", "robot", "status", "value", "detail"], [c.row() for c in targets.checks(table1)]))
+    return (
+        "Checked on the Table I records, each within one robot's record (one run): min times, Pinocchio's "
+        "net of its binding overhead (the raw ratio is in the detail).\n\n"
+        + table(["target", "robot", "status", "value", "detail"], [c.row() for c in targets.checks(table1)])
+    )
 
 
 def write(results, out):
@@ -218,11 +356,18 @@ def write(results, out):
     out = Path(out)
     bad = mismatches(results)
     plots.write_all(results, out)
-    sections = ["# casrbd benchmarks",
-                "Written by `python -m benchmarks`. Timings on a machine shared with other jobs are noisy; "
-                "compare figures within one run (each record names its run).",
-                "## Runs", _runs(results), "## Correctness", _correctness(bad), "## Targets",
-                _targets(results["table1"]), MISSED]
+    sections = [
+        "# casrbd benchmarks",
+        "Written by `python -m benchmarks`. Timings on a machine shared with other jobs are noisy; "
+        "compare figures within one run (each record names its run).",
+        "## Runs",
+        _runs(results),
+        "## Correctness",
+        _correctness(bad),
+        "## Targets",
+        _targets(results["table1"]),
+        MISSED,
+    ]
     for part, section in (("table1", _table1), ("scaling", _scaling), ("accuracy", _accuracy)):
         sections.append(section(results) if results[part] else f"{TITLES[part]}\n\nnot run")
     (out / "report.md").write_text("\n\n".join(sections) + "\n")

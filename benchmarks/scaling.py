@@ -1,4 +1,4 @@
-"""Scaling with the number of bodies N, after seed 004 Figs. 2, 4, 6 and 7.
+"""Scaling with the number of bodies N, after Singh, Russell & Wensing (RA-L 2022) Figs. 2, 4, 6 and 7.
 
 Trees of N revolute joints (random axes and placements): a serial chain and
 complete trees of branching factor 2 and 5 (``casrbd.models.random_tree``).
@@ -14,6 +14,7 @@ and building a graph of millions of SX nodes takes minutes and gigabytes.
 Graphs above the compile cap are built and evaluated in the VM but not
 compiled.
 """
+
 import math
 import time
 
@@ -52,8 +53,13 @@ def run_tree(tree, n, settings, full, limit, sizes, log=print):
     model = random_tree(n, ("revolute",), branching=TREES[tree], seed=0, name=f"{tree}_{n}")
     q, v, x = random_state(model)
     twin = PinocchioTwin(model.name, model, q, v, x)
-    rec = {"tree": tree, "N": n, "nv": model.nv, "methods": {},
-           "pinocchio": {kind: twin.time(kind, settings) for kind in ("rnea_derivatives", "aba_derivatives")}}
+    rec = {
+        "tree": tree,
+        "N": n,
+        "nv": model.nv,
+        "methods": {},
+        "pinocchio": {kind: twin.time(kind, settings) for kind in ("rnea_derivatives", "aba_derivatives")},
+    }
     for key in METHODS:
         guess, most = predicted_size(sizes[key], n), min(limit, LIMITS.get(key, limit))
         if guess is not None and guess > most:
@@ -70,16 +76,20 @@ def run_tree(tree, n, settings, full, limit, sizes, log=print):
         r["ok"] = max(r["err_vs_pinocchio"], r.get("err_c_vs_vm", 0.0)) <= TOLERANCE
         rec["methods"][key] = r
         compiled = f"compiled {r['c_min'] * 1e6:.3g} µs" if "c_min" in r else f"not compiled: {r['not_compiled']}"
-        log(f"  {tree} N={n} {key}: {r['instructions']} instructions, built in {build_seconds:.1f} s, {compiled}, "
-            f"error vs Pinocchio {r['err_vs_pinocchio']:.1e}: {'ok' if r['ok'] else 'MISMATCH'}")
+        log(
+            f"  {tree} N={n} {key}: {r['instructions']} instructions, built in {build_seconds:.1f} s, {compiled}, "
+            f"error vs Pinocchio {r['err_vs_pinocchio']:.1e}: {'ok' if r['ok'] else 'MISMATCH'}"
+        )
     return rec
-
 
 
 def series(scaling, tree, key, field):
     """(N, value) of one method over N for one tree, where measured."""
-    return sorted((rec["N"], rec["methods"][key][field]) for rec in scaling.values()
-                  if rec["tree"] == tree and field in rec["methods"].get(key, {}))
+    return sorted(
+        (rec["N"], rec["methods"][key][field])
+        for rec in scaling.values()
+        if rec["tree"] == tree and field in rec["methods"].get(key, {})
+    )
 
 
 def ad_stops(scaling):

@@ -4,6 +4,7 @@ Each check compares figures of one robot's record (one run). Times are the
 minimum over batches; Pinocchio's time is taken minus its binding overhead
 (the stricter comparison; the raw ratio is printed beside it).
 """
+
 from .pinocchio_timing import net_time
 from .table1 import ROBOTS
 
@@ -30,8 +31,13 @@ class Check:
         if self.missing:
             return [self.target, self.robot, "not measured", "", self.missing]
         margin = self.bound - self.value
-        return [self.target, self.robot, f"**{self.status}**", f"{self.value:.3g}{self.unit} (bound {self.bound:.3g}"
-                f"{self.unit}, margin {margin:+.3g}{self.unit})", self.detail]
+        return [
+            self.target,
+            self.robot,
+            f"**{self.status}**",
+            f"{self.value:.3g}{self.unit} (bound {self.bound:.3g}{self.unit}, margin {margin:+.3g}{self.unit})",
+            self.detail,
+        ]
 
 
 def _fastest(rec, keys):
@@ -49,8 +55,14 @@ def _speed(target, rec, keys, kind, bound):
     pin_raw, pin_net = rec["pinocchio"][kind]["min"], net_time(rec["pinocchio"][kind])
     if pin_net is None:
         return Check(target, robot, missing=f"Pinocchio's {kind} is within its binding overhead")
-    return Check(target, robot, t / pin_net, bound, f"{key}: {t * 1e6:.3g} µs vs Pinocchio {pin_net * 1e6:.3g} µs "
-                 f"net of binding overhead ({pin_raw * 1e6:.3g} µs raw: {t / pin_raw:.2f}×)")
+    return Check(
+        target,
+        robot,
+        t / pin_net,
+        bound,
+        f"{key}: {t * 1e6:.3g} µs vs Pinocchio {pin_net * 1e6:.3g} µs "
+        f"net of binding overhead ({pin_raw * 1e6:.3g} µs raw: {t / pin_raw:.2f}×)",
+    )
 
 
 def checks(table):
@@ -61,10 +73,12 @@ def checks(table):
         if rec is None:
             out.append(Check("all targets", robot, missing="robot not in the results"))
             continue
-        out.append(_speed("compiled analytical ∂ID ≤ 0.5× computeRNEADerivatives", rec, ID_ANALYTICAL,
-                          "rnea_derivatives", 0.5))
-        out.append(_speed("compiled analytical ∂FD ≤ 0.7× computeABADerivatives", rec, FD_ANALYTICAL,
-                          "aba_derivatives", 0.7))
+        out.append(
+            _speed("compiled analytical ∂ID ≤ 0.5× computeRNEADerivatives", rec, ID_ANALYTICAL, "rnea_derivatives", 0.5)
+        )
+        out.append(
+            _speed("compiled analytical ∂FD ≤ 0.7× computeABADerivatives", rec, FD_ANALYTICAL, "aba_derivatives", 0.7)
+        )
         out.append(_speed("compiled ID ≤ 0.35× rnea", rec, ("ID",), "rnea", 0.35))
         out.append(_speed("compiled FD ≤ 0.35× aba", rec, ("FD",), "aba", 0.35))
         entries = rec["entries"]
@@ -79,16 +93,34 @@ def checks(table):
                     out.append(Check(target, robot, n / ad, 1, f"{n} vs {ad} instructions"))
             if robot in HUMANOIDS and ad is not None and all(k in entries for k in ID_ANALYTICAL):
                 n, key = min((entries[k]["instructions"], k) for k in ID_ANALYTICAL)
-                out.append(Check("analytical ∂ID graph ≤ ⅓ of AD's (humanoids)", robot, n / ad, 1 / 3,
-                                 f"{key}: {n} vs {ad} instructions"))
+                out.append(
+                    Check(
+                        "analytical ∂ID graph ≤ ⅓ of AD's (humanoids)",
+                        robot,
+                        n / ad,
+                        1 / 3,
+                        f"{key}: {n} vs {ad} instructions",
+                    )
+                )
         if robot == "talos_full_v2":
             target = "analytical ∂FD compiles with gcc -O3 in < 20 s"
             e = entries.get(DEFAULT_FD, {})
             if not e.get("flags", "").startswith("-O3"):
                 out.append(Check(target, robot, missing=e.get("not_compiled", f"{DEFAULT_FD} not compiled at -O3")))
             else:
-                others = ", ".join(f"{k} {entries[k]['gcc_seconds']:.0f} s ({entries[k]['flags']})"
-                                   for k in FD_ANALYTICAL if k != DEFAULT_FD and "gcc_seconds" in entries.get(k, {}))
-                out.append(Check(target, robot, e["gcc_seconds"], 20, f"{DEFAULT_FD} ({e['instructions']} "
-                                 f"instructions); others: {others or 'not compiled'}", unit=" s"))
+                others = ", ".join(
+                    f"{k} {entries[k]['gcc_seconds']:.0f} s ({entries[k]['flags']})"
+                    for k in FD_ANALYTICAL
+                    if k != DEFAULT_FD and "gcc_seconds" in entries.get(k, {})
+                )
+                out.append(
+                    Check(
+                        target,
+                        robot,
+                        e["gcc_seconds"],
+                        20,
+                        f"{DEFAULT_FD} ({e['instructions']} instructions); others: {others or 'not compiled'}",
+                        unit=" s",
+                    )
+                )
     return out

@@ -1,15 +1,19 @@
-"""Public entry points: argument checks and numeric/symbolic dispatch.
+"""Public entry points: argument checks and numeric/symbolic dispatch, from the algorithms' specs.
 
 Every algorithm is written once over casadi types (``casrbd.algorithms``).
 Called with symbols (SX or MX) it returns an expression of the same type;
 called with numbers (lists, numpy, DM) it evaluates the model's cached SX
 Function (``casrbd.functions``), built once, and returns numpy arrays.
+Results are shaped as the spec's outputs say: vectors as 1-D arrays
+(numbers) or columns (symbols), placements as lists of 4 x 4 matrices.
 """
+
 import casadi as ca
 import numpy as np
 
 from .algorithms import configuration
-from .functions import SPECS, function, input_size, resolve_options
+from .functions import function, require_defined, resolve_options, spec
+
 
 def _is_symbolic(x):
     return isinstance(x, (ca.SX, ca.MX))
@@ -29,7 +33,9 @@ def _vector(fname, arg, x, n):
     if a.shape != (n,):
         raise ValueError(f"{fname}: argument {arg!r} must have shape ({n},), got shape {a.shape}")
     if not np.all(np.isfinite(a)):
-        raise ValueError(f"{fname}: argument {arg!r} has non-finite entries at {np.flatnonzero(~np.isfinite(a)).tolist()}")
+        raise ValueError(
+            f"{fname}: argument {arg!r} has non-finite entries at {np.flatnonzero(~np.isfinite(a)).tolist()}"
+        )
     return a
 
 
@@ -37,80 +43,80 @@ def _check_configuration(model, fname, arg, q):
     for i, joint in enumerate(model.joints):
         part = q[model.q_slice(i)][joint.normalized]
         if part.size and np.linalg.norm(part) < 1e-12:
-            raise ValueError(f"{fname}: argument {arg!r} has a zero quaternion (or cos, sin) "
-                             f"{part.tolist()} for joint {joint.name!r}")
+            raise ValueError(
+                f"{fname}: argument {arg!r} has a zero quaternion (or cos, sin) "
+                f"{part.tolist()} for joint {model.names[i]!r}"
+            )
 
 
-def _external_forces(model, fname, f_ext):
-    """f_ext as a list of 6 x 1 columns (symbolic) or an njoints x 6 array (numeric)."""
-    expected = f"{fname}: f_ext must be {model.njoints} spatial forces, one per joint (shape ({model.njoints}, 6))"
+def external_forces(model, fname, f_ext):
+    """f_ext checked: a 6 x njoints array, or a symbol of that shape (see ``casrbd.algorithms.tree``)."""
+    shape = (6, model.njoints)
+    expected = (
+        f"{fname}: f_ext must be a 6 x {model.njoints} matrix, column i the spatial force "
+        f"[force; torque] on the body of joint i in its frame"
+    )
     if _is_symbolic(f_ext):
-        if f_ext.shape != (model.njoints, 6):
-            raise ValueError(f"{expected}, got shape {f_ext.shape}")
-        return [f_ext[i, :].T for i in range(model.njoints)]
-    if isinstance(f_ext, (list, tuple)) and any(_is_symbolic(f) for f in f_ext):
-        if len(f_ext) != model.njoints:
-            raise ValueError(f"{expected}, got {len(f_ext)} entries")
-        forces = [f if _is_symbolic(f) else ca.DM(f) for f in f_ext]
-        for i, f in enumerate(forces):
-            if f.numel() != 6:
-                raise ValueError(f"{expected}; entry {i} (joint {model.joints[i].name!r}) has shape {f.shape}")
-        return [ca.reshape(f, 6, 1) for f in forces]
-    try:
-        F = np.array(f_ext, dtype=float)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{expected}, got {type(f_ext).__name__} ({e})") from None
-    if F.shape != (model.njoints, 6):
-        raise ValueError(f"{expected}, got shape {F.shape}")
+        F = f_ext
+    else:
+        try:
+            F = np.array(f_ext, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{expected}; got {type(f_ext).__name__} ({e})") from None
+    if F.shape != shape:
+        hint = " (transpose it: one column per joint)" if F.shape == shape[::-1] else ""
+        raise ValueError(f"{expected}; got shape {F.shape}{hint}")
+    if _is_symbolic(F):
+        return F
     bad = np.argwhere(~np.isfinite(F))
     if bad.size:
-        raise ValueError(f"{fname}: f_ext has non-finite entries at (joint, component) {bad.tolist()}")
+        raise ValueError(f"{fname}: f_ext has non-finite entries at (component, joint) {bad.tolist()}")
     return F
 
 
-VECTORS = ("tau", "nle", "g", "a", "q_next", "dq")  # outputs returned as 1-D arrays
-
-
-def _numeric(x, name):
-    a = np.array(x.full() if isinstance(x, ca.DM) else x)
-    return a[:, 0] if name in VECTORS else a
+def _shaped(out, x):
+    if isinstance(x, ca.DM):
+        x = x.full()
+        if out.kind == "vector":
+            return x[:, 0]
+    if out.kind == "placements":
+        return [x[:, 4 * i : 4 * i + 4] for i in range(x.shape[1] // 4)]
+    return x
 
 
 def evaluate(name, model, *args, f_ext=None, **options):
     """Check the arguments of algorithm ``name`` and evaluate it numerically or symbolically."""
-    spec = SPECS[name]
-    args = [_vector(name, arg, x, input_size(model, arg)) for arg, x in zip(spec.inputs, args)]
+    s = spec(name)
+    args = [_vector(name, arg.name, x, arg.shape(model)[0]) for arg, x in zip(s.inputs, args)]
     if f_ext is not None:
-        f_ext = _external_forces(model, name, f_ext)
-    if not any(_is_symbolic(x) for x in args) and not isinstance(f_ext, list):
-        for arg, x in zip(spec.inputs, args):
-            if arg.startswith("q"):
-                _check_configuration(model, name, arg, x)
-        fun = function(model, name, f_ext=f_ext is not None, **options)
-        outs = fun(*args, *([] if f_ext is None else [f_ext.T]))
-        outs = outs if isinstance(outs, tuple) else (outs,)
-        outs = tuple(_numeric(o, n) for o, n in zip(outs, spec.outputs))
-        return outs if len(outs) > 1 else outs[0]
-    types = {type(x) for x in args if _is_symbolic(x)} | {type(f) for f in (f_ext or []) if _is_symbolic(f)}
-    if len(types) > 1:
-        raise TypeError(f"{name}: cannot mix SX and MX arguments")
-    sym = types.pop()
-    args = [x if _is_symbolic(x) else sym(ca.DM(x)) for x in args]
-    if isinstance(f_ext, np.ndarray):
-        f_ext = [sym(ca.DM(row)) for row in f_ext]
-    elif f_ext is not None:
-        f_ext = [f if _is_symbolic(f) else sym(f) for f in f_ext]
-    kwargs = resolve_options(model, name, spec, options)
-    if f_ext is not None:
-        kwargs["f_ext"] = f_ext
-    return spec.impl(model, *args, **kwargs)
+        f_ext = external_forces(model, name, f_ext)
+    values = args + ([] if f_ext is None else [f_ext])
+    if not any(_is_symbolic(x) for x in values):
+        for arg, x in zip(s.inputs, args):
+            if arg.kind == "configuration":
+                _check_configuration(model, name, arg.name, x)
+        outs = function(model, name, f_ext=f_ext is not None, **options)(*values)
+    else:
+        types = {type(x) for x in values if _is_symbolic(x)}
+        if len(types) > 1:
+            raise TypeError(f"{name}: cannot mix SX and MX arguments")
+        sym = types.pop()
+        values = [x if _is_symbolic(x) else sym(ca.DM(x)) for x in values]
+        require_defined(model, s)
+        kwargs = resolve_options(model, name, s.options, options)
+        if f_ext is not None:
+            kwargs["f_ext"] = values.pop()
+        outs = s.impl(model, *values, **kwargs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    outs = tuple(_shaped(o, x) for o, x in zip(s.outputs, outs))
+    return outs if len(outs) > 1 else outs[0]
 
 
 def rnea(model, q, v, a, f_ext=None):
     """Inverse dynamics tau(q, v, a, f_ext) by the recursive Newton-Euler algorithm.
 
-    ``f_ext``: one spatial force [force; torque] per joint of ``model.joints``,
-    in that joint's frame (Pinocchio's convention), as njoints 6-vectors."""
+    ``f_ext``: 6 x njoints, column i the spatial force [force; torque] on the
+    body of joint i, in that joint's frame (Pinocchio's ``fext``)."""
     return evaluate("rnea", model, q, v, a, f_ext=f_ext)
 
 
@@ -141,8 +147,7 @@ def minverse(model, q):
 
 def forward_kinematics(model, q):
     """World placements of all joints: a list of 4 x 4 homogeneous matrices."""
-    oMi = evaluate("forward_kinematics", model, q)
-    return [oMi[:, 4 * i:4 * i + 4] for i in range(model.njoints)]
+    return evaluate("forward_kinematics", model, q)
 
 
 def frame_placement(model, q, frame):
@@ -168,8 +173,9 @@ def difference(model, q0, q1):
 def rnea_derivatives(model, q, v, a, f_ext=None, method="idsva"):
     """(dtau/dq, dtau/dv, dtau/da = M); d/dq on the tangent space (as Pinocchio).
 
-    ``method``: "chain_rule" (seed 003 Algorithms 2-3), "idsva" (seed 004
-    Algorithm 1) or "ad" (casadi's AD of the rnea graph)."""
+    ``method``: "chain_rule" (Carpentier & Mansard, RSS 2018, Algorithms 2-3),
+    "idsva" (Singh, Russell & Wensing, RA-L 2022, Algorithm 1) or "ad"
+    (casadi's AD of the rnea graph)."""
     return evaluate("rnea_derivatives", model, q, v, a, f_ext=f_ext, method=method)
 
 
@@ -180,7 +186,7 @@ def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="
     ``minv_product``: "ltdl" back-substitutes with the sparse factorization
     M = L^T D L (Featherstone RBDA 6.5; the smallest and fastest), "dmm"
     multiplies by M^-1 from the dedicated recursion, "aza" runs ABA with zero
-    velocity and gravity on the columns (seed 004 section IV-E)."""
+    velocity and gravity on the columns (Singh, Russell & Wensing, section IV-E)."""
     return evaluate("aba_derivatives", model, q, v, tau, f_ext=f_ext, method=method, minv_product=minv_product)
 
 

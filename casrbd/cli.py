@@ -7,6 +7,7 @@ differences and its evaluation time in casadi's virtual machine.
 ROBOT is a URDF path, a model shipped with the package (default ``arm7``)
 or an example-robot-data robot name.
 """
+
 import argparse
 import sys
 import timeit
@@ -16,12 +17,18 @@ import numpy as np
 from .api import difference, integrate, random_configuration
 from .functions import function
 from .models import DEFAULT_ROBOT, load_robot
+from .testing import central_differences, rel_err
 
 CORE_FUNCTIONS = ("rnea", "nonlinear_effects", "generalized_gravity", "crba", "aba", "minverse")
 ID_METHODS = (("chain_rule", {}), ("idsva", {}), ("ad", {}))
-FD_METHODS = (("chain_rule", {"minv_product": "dmm"}), ("chain_rule", {"minv_product": "aza"}),
-              ("idsva", {"minv_product": "dmm"}), ("idsva", {"minv_product": "aza"}),
-              ("idsva", {"minv_product": "ltdl"}), ("ad", {}))
+FD_METHODS = (
+    ("chain_rule", {"minv_product": "dmm"}),
+    ("chain_rule", {"minv_product": "aza"}),
+    ("idsva", {"minv_product": "dmm"}),
+    ("idsva", {"minv_product": "aza"}),
+    ("idsva", {"minv_product": "ltdl"}),
+    ("ad", {}),
+)
 
 
 def vm_time(fun, args, repeat=5):
@@ -29,30 +36,6 @@ def vm_time(fun, args, repeat=5):
     timer = timeit.Timer(lambda: fun(*args))
     number, _ = timer.autorange()
     return min(timer.repeat(repeat, number)) / number
-
-
-def central_differences(model, fun, q, v, x, f_ext, h=1e-6):
-    """(d/dq on the manifold, d/dv, d/dx) of fun(q, v, x, f_ext) by central differences."""
-    def tangent(k):
-        e = np.zeros(model.nv)
-        e[k] = h
-        return (fun(integrate(model, q, e), v, x, f_ext) - fun(integrate(model, q, -e), v, x, f_ext)) / (2 * h)
-
-    def plain(k, which):
-        e = np.zeros(model.nv)
-        e[k] = h
-        args = [q, v, x]
-        lo, hi = list(args), list(args)
-        lo[which], hi[which] = args[which] - e, args[which] + e
-        return (fun(*hi, f_ext) - fun(*lo, f_ext)) / (2 * h)
-
-    cols = range(model.nv)
-    return (np.column_stack([tangent(k) for k in cols]), np.column_stack([plain(k, 1) for k in cols]),
-            np.column_stack([plain(k, 2) for k in cols]))
-
-
-def rel_err(x, ref):
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref))))
 
 
 def _numeric(fun, *args):
@@ -67,16 +50,18 @@ def compare(args):
     q = random_configuration(model, rng)
     v, x = rng.normal(size=model.nv), rng.normal(size=model.nv)
     F = rng.normal(size=(6, model.njoints))
-    print(f"\nat a random state (seed {args.seed}) with random external forces; errors are relative "
-          f"(max |x - ref| / max(1, max |ref|)); VM time per call includes Python's call overhead\n")
+    print(
+        f"\nat a random state (seed {args.seed}) with random external forces; errors are relative "
+        f"(max |x - ref| / max(1, max |ref|)); VM time per call includes Python's call overhead\n"
+    )
     print(f"{'Function':<34s} {'n_instructions':>14s} {'VM time':>10s}")
     for name in CORE_FUNCTIONS:
         fun = function(model, name)
-        ins = [q, v, x][:fun.n_in()]
+        ins = [q, v, x][: fun.n_in()]
         print(f"{name:<34s} {fun.n_instructions():14d} {vm_time(fun, ins) * 1e6:8.1f} us")
     for kind, methods, plain in (("rnea", ID_METHODS, "rnea"), ("aba", FD_METHODS, "aba")):
         dyn = function(model, plain, f_ext=True)
-        fd = central_differences(model, lambda *a: np.array(dyn(*a)).ravel(), q, v, x, F)
+        fd = central_differences(model, lambda *a, f=dyn: np.array(f(*a)).ravel(), q, v, x, F)
         ref = None
         rows = []
         for method, extra in methods:
@@ -90,10 +75,14 @@ def compare(args):
         for label, fun, out in rows:
             err_ad = max(rel_err(o, r) for o, r in zip(out, ref))
             err_fd = max(rel_err(o, r) for o, r in zip(out, fd))
-            print(f"{label:<22s} {fun.n_instructions():14d} {vm_time(fun, [q, v, x, F]) * 1e6:8.1f} us "
-                  f"{err_ad:10.1e} {err_fd:10.1e}")
-    print(f"\nmanifold check: |difference(q, integrate(q, v)) - v| = "
-          f"{np.max(np.abs(difference(model, q, integrate(model, q, 0.1 * v)) - 0.1 * v)):.1e}")
+            print(
+                f"{label:<22s} {fun.n_instructions():14d} {vm_time(fun, [q, v, x, F]) * 1e6:8.1f} us "
+                f"{err_ad:10.1e} {err_fd:10.1e}"
+            )
+    print(
+        f"\nmanifold check: |difference(q, integrate(q, v)) - v| = "
+        f"{np.max(np.abs(difference(model, q, integrate(model, q, 0.1 * v)) - 0.1 * v)):.1e}"
+    )
 
 
 def info(args):
@@ -105,14 +94,21 @@ def info(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="casrbd", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="casrbd", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, run, text in (("compare", compare, "derivative methods against AD and finite differences"),
-                            ("info", info, "model summary and Function sizes")):
+    for name, run, text in (
+        ("compare", compare, "derivative methods against AD and finite differences"),
+        ("info", info, "model summary and Function sizes"),
+    ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("robot", nargs="?", default=DEFAULT_ROBOT,
-                       help="URDF path, shipped model or example-robot-data name (default: %(default)s)")
+        p.add_argument(
+            "robot",
+            nargs="?",
+            default=DEFAULT_ROBOT,
+            help="URDF path, shipped model or example-robot-data name (default: %(default)s)",
+        )
         p.add_argument("--floating-base", action="store_true", default=None, help="add a free-flyer root")
         p.add_argument("--seed", type=int, default=0, help="random state (default: %(default)s)")
         p.set_defaults(run=run)

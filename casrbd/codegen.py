@@ -21,6 +21,7 @@ and the casadi version: a second call loads the library without compiling.
 Loading a shared library runs its code, as does deserializing a Function that
 calls one: only load libraries and serialized Functions you built or trust.
 """
+
 import hashlib
 import os
 import platform
@@ -43,30 +44,55 @@ from .functions import function
 # aba_derivatives, 325k instructions: 62 s of CPU with PRE and hoisting off, 43 s with load CSE after
 # reload off too; PRE alone is two thirds of plain -O3's time on solo12's). Run times are unchanged.
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fno-tree-pre", "-fno-code-hoisting", "-fno-gcse-after-reload")
-PROGRESS_SECONDS = 15   # a large graph takes minutes at -O3: say every so often that it is still going
+PROGRESS_SECONDS = 15  # a large graph takes minutes at -O3: say every so often that it is still going
 VERBOSE_INSTRUCTIONS = 20000
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # C and C++ keywords (the header is includable from C++), the program entry point, and <math.h>,
 # which the generated file includes: a Function of one of these names breaks compiling or linking
-_KEYWORDS = set("""auto break case char const continue default do double else enum extern float for goto if
+_KEYWORDS = set(
+    """auto break case char const continue default do double else enum extern float for goto if
     inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
     void volatile while alignas alignof and and_eq asm bitand bitor bool catch char16_t char32_t char8_t class
     compl concept consteval constexpr constinit const_cast co_await co_return co_yield decltype delete
     dynamic_cast explicit export false friend mutable namespace new noexcept not not_eq nullptr operator or
     or_eq private protected public reinterpret_cast requires static_assert static_cast template this
-    thread_local throw true try typeid typename using virtual wchar_t xor xor_eq main""".split())
-_MATH = ("acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp ilogb ldexp "
-         "log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma tgamma ceil "
-         "floor nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo copysign nan "
-         "nextafter nexttoward fdim fmax fmin fma").split()
+    thread_local throw true try typeid typename using virtual wchar_t xor xor_eq main""".split()
+)
+_MATH = (
+    "acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp ilogb ldexp "
+    "log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma tgamma ceil "
+    "floor nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo copysign nan "
+    "nextafter nexttoward fdim fmax fmin fma"
+).split()
 _MATH_NAMES = {n + s for n in _MATH for s in ("", "f", "l")} | set(
     "isnan isinf isfinite isnormal signbit fpclassify isgreater isgreaterequal isless islessequal "
-    "islessgreater isunordered".split())
+    "islessgreater isunordered".split()
+)
 # what casadi's code generator exports besides the Function itself, per Function and per library
-_FUNCTION_SUFFIXES = ("", "_checkout", "_release", "_incref", "_decref", "_n_in", "_n_out", "_default_in",
-                      "_name_in", "_name_out", "_sparsity_in", "_sparsity_out", "_work", "_work_bytes",
-                      "_alloc_mem", "_init_mem", "_free_mem", "_SZ_ARG", "_SZ_RES", "_SZ_IW", "_SZ_W")
+_FUNCTION_SUFFIXES = (
+    "",
+    "_checkout",
+    "_release",
+    "_incref",
+    "_decref",
+    "_n_in",
+    "_n_out",
+    "_default_in",
+    "_name_in",
+    "_name_out",
+    "_sparsity_in",
+    "_sparsity_out",
+    "_work",
+    "_work_bytes",
+    "_alloc_mem",
+    "_init_mem",
+    "_free_mem",
+    "_SZ_ARG",
+    "_SZ_RES",
+    "_SZ_IW",
+    "_SZ_W",
+)
 _LIBRARY_SUFFIXES = ("_casadi_version", "_casadi_int_size", "_casadi_real_size")
 
 
@@ -107,7 +133,8 @@ def find_compiler(compiler=None):
             return path
     raise CompilerNotFoundError(
         f"no C compiler found: tried {origin}{', '.join(candidates)} (PATH={os.environ.get('PATH', '')}); "
-        f"install gcc or clang, or pass compiler= or set CC to a compiler's name or path")
+        f"install gcc or clang, or pass compiler= or set CC to a compiler's name or path"
+    )
 
 
 def _check_name(name, what):
@@ -136,8 +163,10 @@ def check_names(functions, library=None):
     symbols += [(library + s, f"library {library}") for s in _LIBRARY_SUFFIXES if library is not None]
     for symbol, who in symbols:
         if symbol in owner:
-            raise ValueError(f"exported C symbol {symbol!r} would be defined twice (by {owner[symbol]} and "
-                             f"{who}): give the Functions distinct names")
+            raise ValueError(
+                f"exported C symbol {symbol!r} would be defined twice (by {owner[symbol]} and "
+                f"{who}): give the Functions distinct names"
+            )
         owner[symbol] = who
 
 
@@ -157,8 +186,7 @@ def _with_jacobians(functions):
 def generate(functions, directory, name):
     """Write ``name.c`` and ``name.h`` for the Functions and their custom Jacobians into ``directory``;
     returns their paths."""
-    return _generate(_with_jacobians([functions] if isinstance(functions, ca.Function) else functions),
-                     directory, name)
+    return _generate(_with_jacobians([functions] if isinstance(functions, ca.Function) else functions), directory, name)
 
 
 def _generate(functions, directory, name):
@@ -181,8 +209,7 @@ def _compile(compiler, source, target, flags, verbose, label):
 
     say(f"compiling {label} with {' '.join([Path(compiler).name, *flags])} ...")
     start = time.perf_counter()
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace") as proc:
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
         try:
             while True:
                 try:
@@ -235,8 +262,9 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     check_names(functions, name)
     compiler = find_compiler(compiler)
     # a Function's serialization holds its custom Jacobian and the model's constants
-    key = hashlib.sha256("\0".join([ca.__version__, compiler, *flags, name, _cpu()] +
-                                   [f.serialize() for f in functions]).encode()).hexdigest()[:20]
+    key = hashlib.sha256(
+        "\0".join([ca.__version__, compiler, *flags, name, _cpu()] + [f.serialize() for f in functions]).encode()
+    ).hexdigest()[:20]
     # the key is in the path: a library loaded by path is never replaced by another build
     build = cache_dir() / f"{name}-{key}"
     source, target = build / f"{name}.c", build / f"{name}.so"
@@ -251,8 +279,7 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
         c_file, h_file = _generate(everything, tmp, name)
         if verbose is None:
             verbose = sum(f.n_instructions() for f in everything if f.is_a("SXFunction")) > VERBOSE_INSTRUCTIONS
-        seconds = _compile(compiler, c_file, Path(tmp) / target.name, flags, verbose,
-                           f"{name} ({', '.join(names)})")
+        seconds = _compile(compiler, c_file, Path(tmp) / target.name, flags, verbose, f"{name} ({', '.join(names)})")
         for path in (c_file, h_file, Path(tmp) / target.name):
             os.replace(path, build / path.name)
     return Library(target, source, names, seconds)

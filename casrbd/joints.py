@@ -1,48 +1,76 @@
-"""Joint models: one class per joint type behind a small interface.
+"""Joint models: one class per joint type behind one small interface, and their registry.
 
-Every joint answers nq, nv, its motion subspace ``S`` (a constant 6 x nv
-matrix in the joint's own frame for every type here, so the bias term c_J
-and dS/dq vanish as seed 003 section III-C notes), ``transform(q)`` (the
-placement X_J of the child frame in the joint frame), ``integrate``,
-``difference``, ``neutral`` and ``random``. Configurations follow Pinocchio:
-free-flyer q = [x y z qx qy qz qw] with v = [linear; angular] in the local
-frame, spherical q = [qx qy qz qw], planar q = [x y cos(th) sin(th)], and a
-continuous joint is one unbounded angle (nq = nv = 1).
+A joint is the kinematics of one joint alone; where it sits in the tree, its
+name, limits and the body it carries belong to the model. Every joint
+answers this protocol, and algorithms ask the joint, never its type:
 
-Quaternion and (cos, sin) joints normalise their configuration inside
-``transform``, so the dynamics do not depend on its norm.
+  nq, nv              sizes of its configuration and its velocity
+  type                its name in ``JOINT_TYPES``
+  normalized          the entries of q that ``transform`` normalises (a quaternion, a
+                      (cos, sin) pair), so that the dynamics do not depend on their norm
+  constant_subspace   True when S does not depend on q, so that dS/dq and c_J vanish
+                      (Carpentier & Mansard 2018, section III-C); the analytical
+                      derivative algorithms require it
+  axis                the unit axis of a one-dof screw joint (rotation about and/or
+                      translation along one fixed line through the joint origin), else
+                      None; the algorithm frames put their z axis along it (``along_z``)
+  full_motion         True when S is the 6 x 6 identity (a free flyer): a tree under such
+                      a root can be worked in the root body's frame
+  transform(q)        X_J(q), the placement of the child frame in the joint frame
+  motion_subspace(q)  S(q), 6 x nv, in the child frame (q unused when constant)
+  bias(q, v)          c_J = dS/dt v, the velocity-product acceleration of the joint alone
+  integrate(q, v), difference(q0, q1), tangent_map(q), neutral(), random(rng, lower, upper)
+  sample(rng)         (class method) a joint of this type with random parameters, for synthetic trees
+
+Configurations follow Pinocchio: free flyer q = [x y z qx qy qz qw] with v =
+[linear; angular] in the local frame, spherical q = [qx qy qz qw], planar q =
+[x y cos(th) sin(th)], universal q = [q1 q2] (rotation about axis1, then about
+axis2 of the rotated frame); a revolute joint is one angle, bounded or not.
+
+``JOINT_TYPES`` maps casrbd's names to the classes, and ``FORMAT_TYPES`` maps
+the joint names of file formats to casrbd's (None: a fixed joint). Adding a
+joint type means writing its class here, its registry entry, and its case in
+the joint-contract tests (``tests/test_joints.py``).
 """
+
 import casadi as ca
 import numpy as np
 
-from .spatial import (SE3, Inertia, exp3_quaternion, log3_quaternion, quaternion_matrix,
-                      quaternion_product, se3_exp, se3_log_translation, skew)
+from .spatial import (
+    SE3,
+    Frozen,
+    constant,
+    exp3_quaternion,
+    log3_quaternion,
+    quaternion_matrix,
+    quaternion_product,
+    se3_exp,
+    se3_log_translation,
+    skew,
+)
 
 
-class Joint:
-    """A joint and the body it carries.
+class Joint(Frozen):
+    """Defaults of the protocol for a joint whose q is a vector (q + v integrates)."""
 
-    ``parent`` is the index of the parent joint in ``model.joints`` (-1 for
-    the world), ``placement`` the joint frame in the parent joint's frame at
-    q = neutral, ``inertia`` the body's inertia in the joint frame (fixed
-    children merged in). ``idx_q`` and ``idx_v`` are set by the model.
-    """
-
+    __slots__ = ()
     type = None
     nq = nv = 0
-    normalized = slice(0, 0)  # the entries of q that transform() normalises
-
-    def __init__(self, name, parent, placement, inertia=None, lower=None, upper=None):
-        self.name = name
-        self.parent = parent
-        self.placement = placement
-        self.inertia = inertia if inertia is not None else Inertia.zero()
-        self.lower = None if lower is None else np.asarray(lower, dtype=float).reshape(self.nq)
-        self.upper = None if upper is None else np.asarray(upper, dtype=float).reshape(self.nq)
-        self.idx_q = self.idx_v = None
+    normalized = slice(0, 0)
+    constant_subspace = True
+    axis = None
+    full_motion = False
+    S = None  # the constant motion subspace, for constant_subspace joints
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.name!r}, parent={self.parent}, nq={self.nq}, nv={self.nv})"
+        fields = ", ".join(f"{k}={np.asarray(getattr(self, k)).tolist()}" for k in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    def motion_subspace(self, q=None):
+        return self.S
+
+    def bias(self, q, v):
+        return ca.DM.zeros(6, 1)
 
     def integrate(self, q, v):
         return q + v
@@ -58,59 +86,117 @@ class Joint:
     def neutral(self):
         return np.zeros(self.nq)
 
-    def random(self, rng):
-        lo = np.full(self.nq, -np.pi) if self.lower is None else self.lower
-        hi = np.full(self.nq, np.pi) if self.upper is None else self.upper
-        lo = np.where(np.isfinite(lo), lo, -np.pi)
-        hi = np.where(np.isfinite(hi), hi, np.pi)
-        return rng.uniform(lo, hi)
+    def random(self, rng, lower, upper):
+        """Uniform within finite limits, else within [-pi, pi]."""
+        return rng.uniform(np.where(np.isfinite(lower), lower, -np.pi), np.where(np.isfinite(upper), upper, np.pi))
+
+    @classmethod
+    def sample(cls, rng):
+        return cls()
 
 
-class _Axial(Joint):
-    """A one-dof joint along a unit ``axis`` of the joint frame; ``angular`` picks rotation or translation."""
+def random_axis(rng):
+    a = rng.normal(size=3)
+    return a / np.linalg.norm(a)
 
+
+def rotation_about(axis, c, s):
+    """Rodrigues' rotation about a unit axis by the angle of cosine c and sine s, written as
+    c (I - a a^T) + s [a]x + a a^T: with a numeric axis along z it folds to the plain matrix."""
+    aaT = np.outer(axis, axis)
+    return c * (np.eye(3) - aaT) + s * np.array(skew(axis)) + aaT
+
+
+class Screw(Joint):
+    """One dof about and along a fixed unit axis: X_J(q) is the rotation by angle0 + rotation q
+    about the axis and the translation shift0 + translation q along it.
+
+    ``offset`` = (angle0, shift0) is the screw displacement at q = 0 (nonzero for joints
+    in the algorithm frames, which absorb part of their placement into it)."""
+
+    __slots__ = ("axis", "offset")
     nq = nv = 1
-    angular = True
+    rotation = translation = 0.0  # per unit of q
 
-    def __init__(self, name, parent, placement, axis, **kwargs):
-        super().__init__(name, parent, placement, **kwargs)
-        self.axis = np.asarray(axis, dtype=float).reshape(3)
-        parts = [np.zeros(3), self.axis] if self.angular else [self.axis, np.zeros(3)]
-        self.S = np.concatenate(parts).reshape(6, 1)
+    def __init__(self, axis, offset=(0.0, 0.0)):
+        axis = np.asarray(axis, dtype=float).reshape(3)
+        norm = np.linalg.norm(axis)
+        if not abs(norm - 1) < 1e-9:
+            raise ValueError(f"{type(self).__name__} joint: axis {axis.tolist()} is not a unit vector")
+        super().__init__(axis=constant(axis), offset=tuple(float(x) for x in offset))
+
+    @property
+    def S(self):
+        return np.concatenate([self.translation * self.axis, self.rotation * self.axis]).reshape(6, 1)
+
+    def transform(self, q):
+        angle0, shift0 = self.offset
+        c0, s0 = (round(x) if abs(x - round(x)) < 1e-12 else x for x in (np.cos(angle0), np.sin(angle0)))
+        if not self.rotation:
+            c, s = c0, s0
+        elif c0 in (0, 1, -1):  # a quarter turn: the angle sum folds to sign changes
+            c1, s1 = ca.cos(self.rotation * q[0]), ca.sin(self.rotation * q[0])
+            c, s = c1 * c0 - s1 * s0, s1 * c0 + c1 * s0
+        else:
+            angle = self.rotation * q[0] + angle0
+            c, s = ca.cos(angle), ca.sin(angle)
+        shift = self.translation * q[0] + shift0 if self.translation else shift0
+        return SE3(rotation_about(self.axis, c, s), self.axis * shift)
+
+    def along_z(self, angle, shift):
+        """This joint in a frame with z along its axis and origin on it, after a screw
+        displacement (angle, shift) about z."""
+        return self._with(np.array([0.0, 0, 1]), (self.offset[0] + angle, self.offset[1] + shift))
+
+    def _with(self, axis, offset):
+        return type(self)(axis, offset)
+
+    @classmethod
+    def sample(cls, rng):
+        return cls(random_axis(rng))
 
 
-class Revolute(_Axial):
-    """Rotation about a unit ``axis`` of the joint frame."""
+class Revolute(Screw):
+    """Rotation about a unit axis of the joint frame (URDF revolute and continuous)."""
 
+    __slots__ = ()
     type = "revolute"
-
-    def transform(self, q):
-        # Rodrigues as cos(q) (I - a a^T) + sin(q) [a]x + a a^T: with numeric coefficients an
-        # axis-aligned joint folds to the plain rotation matrix
-        aaT = np.outer(self.axis, self.axis)
-        K = np.array(skew(self.axis))
-        return SE3(ca.cos(q[0]) * (np.eye(3) - aaT) + ca.sin(q[0]) * K + aaT, np.zeros(3))
+    rotation = 1.0
 
 
-class Continuous(Revolute):
-    """An unbounded revolute joint: one angle, no limits."""
+class Prismatic(Screw):
+    """Translation along a unit axis of the joint frame."""
 
-    type = "continuous"
-
-
-class Prismatic(_Axial):
-    """Translation along a unit ``axis`` of the joint frame."""
-
+    __slots__ = ()
     type = "prismatic"
-    angular = False
+    translation = 1.0
 
-    def transform(self, q):
-        return SE3(np.eye(3), self.axis * q[0])
+    def random(self, rng, lower, upper):
+        """Uniform within finite limits, else within [-1, 1]."""
+        return rng.uniform(np.where(np.isfinite(lower), lower, -1.0), np.where(np.isfinite(upper), upper, 1.0))
 
-    def random(self, rng):
-        lo = -1.0 if self.lower is None or not np.isfinite(self.lower[0]) else self.lower[0]
-        hi = 1.0 if self.upper is None or not np.isfinite(self.upper[0]) else self.upper[0]
-        return rng.uniform([lo], [hi])
+
+class Helical(Screw):
+    """Rotation about a unit axis with translation ``pitch`` q along it (Pinocchio's helical joint)."""
+
+    __slots__ = ("pitch",)
+    type = "helical"
+    rotation = 1.0
+
+    def __init__(self, axis, pitch, offset=(0.0, 0.0)):
+        object.__setattr__(self, "pitch", float(pitch))
+        super().__init__(axis, offset)
+
+    @property
+    def translation(self):
+        return self.pitch
+
+    def _with(self, axis, offset):
+        return Helical(axis, self.pitch, offset)
+
+    @classmethod
+    def sample(cls, rng):
+        return cls(random_axis(rng), rng.uniform(-0.2, 0.2))
 
 
 def _unit(x):
@@ -122,13 +208,25 @@ def _random_quaternion(rng):
     return u / np.linalg.norm(u)
 
 
+def _conjugate(quat):
+    return ca.vertcat(-quat[:3], quat[3])
+
+
+def _quaternion_tangent_map(quat):
+    """d delta / d quat where R(quat / |quat|) exp(delta) is the perturbed rotation:
+    delta = 2 Im(u* (x) du) with u = quat / |quat|, which is (2 / |quat|^2) [w I - [v]x, -v] dquat."""
+    v, w = quat[:3], quat[3]
+    return 2 / ca.sumsqr(quat) * ca.horzcat(w * ca.DM.eye(3) - skew(v), -v)
+
+
 class Spherical(Joint):
     """Ball joint: q a quaternion [x y z w], v the local angular velocity."""
 
+    __slots__ = ()
     type = "spherical"
     nq, nv = 4, 3
     normalized = slice(0, 4)
-    S = np.vstack([np.zeros((3, 3)), np.eye(3)])
+    S = constant(np.vstack([np.zeros((3, 3)), np.eye(3)]))
 
     def transform(self, q):
         return SE3(quaternion_matrix(q), np.zeros(3))
@@ -145,28 +243,19 @@ class Spherical(Joint):
     def neutral(self):
         return np.array([0.0, 0, 0, 1])
 
-    def random(self, rng):
+    def random(self, rng, lower, upper):
         return _random_quaternion(rng)
-
-
-def _conjugate(quat):
-    return ca.vertcat(-quat[:3], quat[3])
-
-
-def _quaternion_tangent_map(quat):
-    """d delta / d quat where R(quat / |quat|) exp(delta) is the perturbed rotation:
-    delta = 2 Im(u* (x) du) with u = quat / |quat|, which is (2 / |quat|^2) [w I - [v]x, -v] dquat."""
-    v, w = quat[:3], quat[3]
-    return 2 / ca.sumsqr(quat) * ca.horzcat(w * ca.DM.eye(3) - skew(v), -v)
 
 
 class FreeFlyer(Joint):
     """Six-dof joint: q = [x y z qx qy qz qw], v = [linear; angular] in the local frame."""
 
+    __slots__ = ()
     type = "floating"
     nq, nv = 7, 6
     normalized = slice(3, 7)
-    S = np.eye(6)
+    full_motion = True
+    S = constant(np.eye(6))
 
     def transform(self, q):
         return SE3(quaternion_matrix(q[3:7]), q[:3])
@@ -190,29 +279,40 @@ class FreeFlyer(Joint):
     def neutral(self):
         return np.array([0.0, 0, 0, 0, 0, 0, 1])
 
-    def random(self, rng):
-        return np.concatenate([rng.uniform(-1, 1, 3), _random_quaternion(rng)])
+    def random(self, rng, lower, upper):
+        """Position uniform within finite limits, else within [-1, 1]; a uniformly random rotation."""
+        lo, hi = lower[:3], upper[:3]
+        p = rng.uniform(np.where(np.isfinite(lo), lo, -1.0), np.where(np.isfinite(hi), hi, 1.0))
+        return np.concatenate([p, _random_quaternion(rng)])
+
+
+def _cos_sin(q):
+    r = ca.sqrt(q[2] * q[2] + q[3] * q[3])
+    return q[2] / r, q[3] / r
 
 
 class Planar(Joint):
     """Motion in the joint frame's xy plane: q = [x y cos(th) sin(th)], v = [vx vy wz] local."""
 
+    __slots__ = ()
     type = "planar"
     nq, nv = 4, 3
     normalized = slice(2, 4)
-    S = np.zeros((6, 3))
-    S[0, 0] = S[1, 1] = S[5, 2] = 1.0
+    S = constant([[1.0, 0, 0], [0, 1, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 1]])
 
     def transform(self, q):
         c, s = _cos_sin(q)
-        return SE3(ca.vertcat(ca.horzcat(c, -s, 0), ca.horzcat(s, c, 0), ca.horzcat(0, 0, 1)),
-                   ca.vertcat(q[0], q[1], 0))
+        return SE3(rotation_about(np.array([0.0, 0, 1]), c, s), ca.vertcat(q[0], q[1], 0))
 
     def integrate(self, q, v):
         c, s = _cos_sin(q)
-        R, dp = se3_exp(ca.vertcat(v[0], v[1], 0, 0, 0, v[2]))
-        return ca.vertcat(q[0] + c * dp[0] - s * dp[1], q[1] + s * dp[0] + c * dp[1],
-                          c * ca.cos(v[2]) - s * ca.sin(v[2]), s * ca.cos(v[2]) + c * ca.sin(v[2]))
+        _, dp = se3_exp(ca.vertcat(v[0], v[1], 0, 0, 0, v[2]))
+        return ca.vertcat(
+            q[0] + c * dp[0] - s * dp[1],
+            q[1] + s * dp[0] + c * dp[1],
+            c * ca.cos(v[2]) - s * ca.sin(v[2]),
+            s * ca.cos(v[2]) + c * ca.sin(v[2]),
+        )
 
     def difference(self, q0, q1):
         c0, s0 = _cos_sin(q0)
@@ -220,8 +320,7 @@ class Planar(Joint):
         th = ca.atan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
         dx, dy = q1[0] - q0[0], q1[1] - q0[1]
         p = ca.vertcat(c0 * dx + s0 * dy, -s0 * dx + c0 * dy, 0)
-        w = ca.vertcat(0, 0, th)
-        t = se3_log_translation(w, p)
+        t = se3_log_translation(ca.vertcat(0, 0, th), p)
         return ca.vertcat(t[0], t[1], th)
 
     def tangent_map(self, q):
@@ -232,14 +331,64 @@ class Planar(Joint):
     def neutral(self):
         return np.array([0.0, 0, 1, 0])
 
-    def random(self, rng):
+    def random(self, rng, lower, upper):
+        """Position uniform within finite limits, else within [-1, 1]; a uniformly random angle."""
+        lo, hi = lower[:2], upper[:2]
+        p = rng.uniform(np.where(np.isfinite(lo), lo, -1.0), np.where(np.isfinite(hi), hi, 1.0))
         th = rng.uniform(-np.pi, np.pi)
-        return np.array([*rng.uniform(-1, 1, 2), np.cos(th), np.sin(th)])
+        return np.array([*p, np.cos(th), np.sin(th)])
 
 
-def _cos_sin(q):
-    r = ca.sqrt(q[2] * q[2] + q[3] * q[3])
-    return q[2] / r, q[3] / r
+class Universal(Joint):
+    """Two rotations: by q1 about ``axis1``, then by q2 about ``axis2`` of the rotated frame
+    (Pinocchio's universal joint; the axes are orthogonal unit vectors). Its S depends on q:
+    S(q) = [0; R2(q2)^T axis1, axis2]."""
+
+    __slots__ = ("axis1", "axis2")
+    type = "universal"
+    nq = nv = 2
+    constant_subspace = False
+
+    def __init__(self, axis1, axis2):
+        a1, a2 = (np.asarray(a, dtype=float).reshape(3) for a in (axis1, axis2))
+        if not (abs(np.linalg.norm(a1) - 1) < 1e-9 and abs(np.linalg.norm(a2) - 1) < 1e-9 and abs(a1 @ a2) < 1e-9):
+            raise ValueError(f"universal joint: axes {a1.tolist()} and {a2.tolist()} are not orthogonal unit vectors")
+        super().__init__(axis1=constant(a1), axis2=constant(a2))
+
+    @classmethod
+    def sample(cls, rng):
+        a1 = random_axis(rng)
+        a2 = np.cross(a1, random_axis(rng))
+        return cls(a1, a2 / np.linalg.norm(a2))
+
+    def _rotation2(self, q):
+        return rotation_about(self.axis2, ca.cos(q[1]), ca.sin(q[1]))
+
+    def transform(self, q):
+        R1 = rotation_about(self.axis1, ca.cos(q[0]), ca.sin(q[0]))
+        return SE3(ca.mtimes(R1, self._rotation2(q)), np.zeros(3))
+
+    def motion_subspace(self, q=None):
+        w1 = ca.mtimes(self._rotation2(q).T, self.axis1)
+        return ca.vertcat(ca.DM(3, 2), ca.horzcat(w1, self.axis2))
+
+    def bias(self, q, v):
+        # dS/dt v = d(R2^T a1)/dt qd1 = (R2^T a1) x a2 qd2 qd1, as dR2^T/dt = -[a2 qd2]x R2^T
+        w1 = ca.mtimes(self._rotation2(q).T, self.axis1)
+        return ca.vertcat(ca.DM(3, 1), ca.cross(w1, ca.DM(self.axis2)) * v[0] * v[1])
 
 
-JOINT_TYPES = {cls.type: cls for cls in (Revolute, Continuous, Prismatic, Spherical, FreeFlyer, Planar)}
+JOINT_TYPES = {cls.type: cls for cls in (Revolute, Prismatic, Helical, Spherical, FreeFlyer, Planar, Universal)}
+
+# file format -> {the format's joint type: casrbd's, None for a fixed joint}
+FORMAT_TYPES = {
+    "urdf": {
+        "revolute": "revolute",
+        "continuous": "revolute",
+        "prismatic": "prismatic",
+        "fixed": None,
+        "floating": "floating",
+        "planar": "planar",
+    },
+    "mjcf": {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "floating"},
+}

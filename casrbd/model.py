@@ -1,76 +1,217 @@
-"""The frozen model: topology, constants and index sets computed once."""
+"""The frozen model: topology, joints, bodies and constants, with everything derived from them
+computed once when it is built.
+
+A ``Model`` is immutable (assigning an attribute raises) and its numeric arrays are read-only
+copies, so two models share nothing mutable and a Function cached for a model (``casrbd.function``)
+cannot go stale. Variants are new models: ``with_gravity``, ``with_inertias``.
+Bodies are given as ``Body`` records in tree order (every parent before its children); the
+model keeps them as parallel tuples, as Pinocchio's ``Model`` does (``names``, ``joints``,
+``parents``, ``placements``, ``inertias``), with the index sets of the tree (``idx_q``,
+``idx_v``, ``children``, ``supports``, ``subtree``, ``dof_parents``) and the algorithm frames
+(``casrbd.algorithm_frames``). Inertias and placements may be casadi expressions: nothing here
+forces them to numbers.
+"""
+
+import functools
+import weakref
+from typing import NamedTuple
+
+import casadi as ca
 import numpy as np
 
+from .algorithm_frames import algorithm_frames
+from .spatial import SE3, Frozen, Inertia, constant
 
 
-class Frame:
-    """A named placement attached to a joint (``joint`` = -1: the world)."""
+class Body(NamedTuple):
+    """A joint and the body it carries: the input of ``Model``.
 
-    def __init__(self, name, joint, placement):
-        self.name = name
-        self.joint = joint
-        self.placement = placement
+    ``parent``: index of the parent body (-1: the world); ``placement``: the joint frame in the
+    parent's joint frame (SE3); ``inertia``: the body's inertia in the joint frame (fixed links
+    merged in); ``lower``, ``upper``: position limits (nq numbers, or None for none);
+    ``armature``: the rotor inertia reflected on each of the joint's nv velocities (added to the
+    mass matrix's diagonal, as Pinocchio's ``model.armature``; None for none)."""
 
-    def __repr__(self):
-        return f"Frame({self.name!r}, joint={self.joint})"
+    name: str
+    joint: object
+    parent: int
+    placement: SE3
+    inertia: Inertia = Inertia.zero()
+    lower: object = None
+    upper: object = None
+    armature: object = None
 
 
-class Model:
-    """A kinematic tree of joints in tree order (every parent before its children).
+class Frame(NamedTuple):
+    """A named placement in the frame of joint ``joint`` (-1: the world)."""
 
-    Index sets (``supports``, ``subtree``, ``children``) are computed here once.
-    Changing ``gravity`` drops the Functions cached for the model.
-    """
+    name: str
+    joint: int
+    placement: SE3
 
-    def __init__(self, name, joints, frames=(), gravity=(0.0, 0.0, -9.81)):
-        self.name = name
-        self.joints = tuple(joints)
-        self.frames = tuple(frames)
-        self._cache = {}
-        self.gravity = gravity
-        names = [j.name for j in self.joints]
+
+class Model(Frozen):
+    """A kinematic tree; see the module docstring."""
+
+    __slots__ = (
+        "name",
+        "names",
+        "joints",
+        "parents",
+        "placements",
+        "inertias",
+        "lower",
+        "upper",
+        "armature",
+        "frames",
+        "gravity",
+        "nq",
+        "nv",
+        "idx_q",
+        "idx_v",
+        "children",
+        "supports",
+        "subtree",
+        "dof_parents",
+        "algorithm_frames",
+        "_joint_index",
+        "_frame_index",
+        "__weakref__",
+    )
+
+    def __init__(self, name, bodies, frames=(), gravity=(0.0, 0.0, -9.81)):
+        bodies, frames = tuple(bodies), tuple(Frame(*f) for f in frames)
+        try:
+            g = np.asarray(gravity, dtype=float)
+        except (TypeError, ValueError):
+            g = np.full(1, np.nan)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"model {name!r}: gravity must be 3 finite numbers, got {gravity!r}")
+        names = [b.name for b in bodies]
         if len(set(names)) != len(names):
-            dup = sorted({n for n in names if names.count(n) > 1})
-            raise ValueError(f"model {name!r}: duplicate joint names {dup}")
-        self.nq = self.nv = 0
-        for i, joint in enumerate(self.joints):
-            if not -1 <= joint.parent < i:
-                raise ValueError(f"model {name!r}: joint {joint.name!r} has parent index {joint.parent}, "
-                                 f"which does not come before it in tree order")
-            joint.idx_q, joint.idx_v = self.nq, self.nv
-            self.nq += joint.nq
-            self.nv += joint.nv
-        self.parents = tuple(j.parent for j in self.joints)
-        self.children = tuple(tuple(k for k, p in enumerate(self.parents) if p == i)
-                              for i in range(len(self.joints)))
+            raise ValueError(
+                f"model {name!r}: duplicate joint names {sorted({n for n in names if names.count(n) > 1})}"
+            )
+        idx_q, idx_v, nq, nv = [], [], 0, 0
+        lower, upper, armature = [], [], []
+        for i, b in enumerate(bodies):
+            if not -1 <= b.parent < i:
+                raise ValueError(
+                    f"model {name!r}: joint {b.name!r} has parent index {b.parent}, "
+                    f"which does not come before it in tree order"
+                )
+            idx_q.append(nq)
+            idx_v.append(nv)
+            nq, nv = nq + b.joint.nq, nv + b.joint.nv
+            for limits, given, fill in ((lower, b.lower, -np.inf), (upper, b.upper, np.inf)):
+                x = np.full(b.joint.nq, fill) if given is None else np.asarray(given, dtype=float).reshape(-1)
+                if x.shape != (b.joint.nq,):
+                    raise ValueError(
+                        f"model {name!r}: joint {b.name!r} has {b.joint.nq} coordinates, but limits of shape {x.shape}"
+                    )
+                limits.append(x)
+            x = np.zeros(b.joint.nv) if b.armature is None else np.asarray(b.armature, dtype=float).reshape(-1)
+            if x.shape != (b.joint.nv,) or not np.all(np.isfinite(x)) or np.any(x < 0):
+                raise ValueError(
+                    f"model {name!r}: joint {b.name!r} has {b.joint.nv} velocities; its armature must be "
+                    f"{b.joint.nv} finite numbers >= 0, got {b.armature!r}"
+                )
+            armature.append(x)
+        parents = tuple(b.parent for b in bodies)
         supports = []
-        for i, p in enumerate(self.parents):
+        for i, p in enumerate(parents):
             supports.append((supports[p] if p >= 0 else ()) + (i,))
-        self.supports = tuple(supports)
-        self.subtree = tuple(tuple(k for k in range(len(self.joints)) if i in self.supports[k])
-                             for i in range(len(self.joints)))
         # the tree of the velocity coordinates: a joint's dofs form a chain below its parent's last dof
-        self.dof_parents = tuple(k - 1 if k > j.idx_v else (self.joints[j.parent].idx_v + self.joints[j.parent].nv - 1
-                                                             if j.parent >= 0 else -1)
-                                 for j in self.joints for k in range(j.idx_v, j.idx_v + j.nv))
-        self._joint_index = {n: i for i, n in enumerate(names)}
-        self._frame_index = {f.name: i for i, f in enumerate(self.frames)}
+        dof_parents = tuple(
+            k - 1 if k > idx_v[i] else (idx_v[p] + bodies[p].joint.nv - 1 if p >= 0 else -1)
+            for i, (b, p) in enumerate(zip(bodies, parents))
+            for k in range(idx_v[i], idx_v[i] + b.joint.nv)
+        )
+        for f in frames:
+            if not -1 <= f.joint < len(bodies):
+                raise ValueError(
+                    f"model {name!r}: frame {f.name!r} is attached to joint {f.joint}, which does not exist"
+                )
+        super().__init__(
+            name=name,
+            names=tuple(names),
+            joints=tuple(b.joint for b in bodies),
+            parents=parents,
+            placements=tuple(b.placement for b in bodies),
+            inertias=tuple(b.inertia for b in bodies),
+            lower=constant(np.concatenate(lower) if lower else np.zeros(0)),
+            upper=constant(np.concatenate(upper) if upper else np.zeros(0)),
+            armature=constant(np.concatenate(armature) if armature else np.zeros(0)),
+            frames=frames,
+            gravity=constant(g),
+            nq=nq,
+            nv=nv,
+            idx_q=tuple(idx_q),
+            idx_v=tuple(idx_v),
+            children=tuple(tuple(k for k, p in enumerate(parents) if p == i) for i in range(len(bodies))),
+            supports=tuple(supports),
+            subtree=tuple(tuple(k for k in range(len(bodies)) if i in supports[k]) for i in range(len(bodies))),
+            dof_parents=dof_parents,
+            _joint_index={n: i for i, n in enumerate(names)},
+            _frame_index={f.name: i for i, f in enumerate(frames)},
+        )
+        object.__setattr__(self, "algorithm_frames", algorithm_frames(self))
 
     @property
     def njoints(self):
         return len(self.joints)
 
     @property
-    def gravity(self):
-        return self._gravity.copy()
+    def bodies(self):
+        """The ``Body`` records the model was built from."""
+        return tuple(
+            Body(
+                self.names[i],
+                self.joints[i],
+                self.parents[i],
+                self.placements[i],
+                self.inertias[i],
+                self.lower[self.q_slice(i)],
+                self.upper[self.q_slice(i)],
+                self.armature[self.v_slice(i)],
+            )
+            for i in range(self.njoints)
+        )
 
-    @gravity.setter
-    def gravity(self, g):
-        g = np.asarray(g, dtype=float)
-        if g.shape != (3,) or not np.all(np.isfinite(g)):
-            raise ValueError(f"model {self.name!r}: gravity must be 3 finite numbers, got {g!r}")
-        self._gravity = g
-        self._cache.clear()
+    def _replace(self, bodies=None, **changes):
+        args = {"name": self.name, "frames": self.frames, "gravity": self.gravity, **changes}
+        return Model(args.pop("name"), self.bodies if bodies is None else bodies, **args)
+
+    def with_gravity(self, gravity):
+        """The same model under another gravity (3 numbers, m/s^2)."""
+        return self._replace(gravity=gravity)
+
+    def with_inertias(self, inertias):
+        """The same model with other body inertias (one ``Inertia`` per joint, numeric or symbolic)."""
+        inertias = tuple(inertias)
+        if len(inertias) != self.njoints:
+            raise ValueError(f"model {self.name!r}: {len(inertias)} inertias given for {self.njoints} bodies")
+        return self._replace([b._replace(inertia=Y) for b, Y in zip(self.bodies, inertias)])
+
+    def with_armature(self, armature):
+        """The same model with another armature: nv numbers >= 0, or a dict {joint name: value(s)}
+        (other joints keep theirs)."""
+        values = np.array(self.armature)
+        if isinstance(armature, dict):
+            for name, x in armature.items():
+                values[self.v_slice(self.joint_index(name))] = x
+        else:
+            x = np.asarray(armature, dtype=float)
+            if x.shape != (self.nv,):
+                raise ValueError(f"model {self.name!r}: armature must have shape ({self.nv},), got {x.shape}")
+            values = x
+        return self._replace([b._replace(armature=values[self.v_slice(i)]) for i, b in enumerate(self.bodies)])
+
+    def joint_armature(self, i):
+        """The armature of joint i's velocities as a column, or None where it is zero (so that graphs of
+        models without armature do not change)."""
+        x = self.armature[self.v_slice(i)]
+        return ca.DM(x) if np.any(x) else None
 
     def joint_index(self, name):
         try:
@@ -90,25 +231,44 @@ class Model:
             raise KeyError(f"model {self.name!r} has no frame {frame!r}; frames: {list(self._frame_index)}") from None
 
     def v_slice(self, i):
-        j = self.joints[i]
-        return slice(j.idx_v, j.idx_v + j.nv)
+        return slice(self.idx_v[i], self.idx_v[i] + self.joints[i].nv)
 
     def q_slice(self, i):
-        j = self.joints[i]
-        return slice(j.idx_q, j.idx_q + j.nq)
+        return slice(self.idx_q[i], self.idx_q[i] + self.joints[i].nq)
 
     @property
     def mass(self):
-        return sum(j.inertia.mass for j in self.joints)
+        return sum(Y.mass for Y in self.inertias)
 
     def __repr__(self):
         return f"Model({self.name!r}, njoints={self.njoints}, nq={self.nq}, nv={self.nv})"
 
     def summary(self):
-        lines = [f"model {self.name}: nq = {self.nq}, nv = {self.nv}, {self.njoints} joints, "
-                 f"{len(self.frames)} frames, mass {self.mass:.4g} kg"]
+        mass = self.mass
+        mass = f"{mass:.4g} kg" if isinstance(mass, (int, float)) else "symbolic"
+        lines = [
+            f"model {self.name}: nq = {self.nq}, nv = {self.nv}, {self.njoints} joints, "
+            f"{len(self.frames)} frames, mass {mass}"
+        ]
         for i, j in enumerate(self.joints):
-            parent = self.joints[j.parent].name if j.parent >= 0 else "world"
-            lines.append(f"  {i:3d} {j.name:<32s} {j.type:<10s} parent {parent:<28s} "
-                         f"idx_q {j.idx_q:3d} nq {j.nq}  idx_v {j.idx_v:3d} nv {j.nv}")
+            parent = self.names[self.parents[i]] if self.parents[i] >= 0 else "world"
+            lines.append(
+                f"  {i:3d} {self.names[i]:<32s} {j.type:<10s} parent {parent:<28s} "
+                f"idx_q {self.idx_q[i]:3d} nq {j.nq}  idx_v {self.idx_v[i]:3d} nv {j.nv}"
+            )
         return "\n".join(lines)
+
+
+def per_model(fn):
+    """Cache ``fn(model, *args)`` (hashable args) for as long as the model lives: models are
+    immutable, so a cached result never goes stale."""
+    store = weakref.WeakKeyDictionary()
+
+    @functools.wraps(fn)
+    def cached(model, *args):
+        results = store.setdefault(model, {})
+        if args not in results:
+            results[args] = fn(model, *args)
+        return results[args]
+
+    return cached

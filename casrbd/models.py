@@ -7,15 +7,16 @@ installed distribution's files; it is a test extra, never downloaded).
 with random placements and physically valid random inertias (after
 spatial_v2's autoTree).
 """
+
 import os
 from importlib import metadata, resources
 
 import numpy as np
 
 from .joints import JOINT_TYPES
-from .model import Frame, Model
+from .loaders import load_urdf
+from .model import Body, Frame, Model
 from .spatial import SE3, Inertia, quaternion_matrix
-from .urdf import load_urdf
 
 SHIPPED = ("arm7",)
 DEFAULT_ROBOT = "arm7"
@@ -32,7 +33,9 @@ EXAMPLE_ROBOTS = {
     "talos_full_v2": ("talos_data/robots/talos_full_v2.urdf", True),
 }
 
-ALL_JOINT_TYPES = ("revolute", "continuous", "prismatic", "spherical", "planar", "floating")
+ALL_JOINT_TYPES = tuple(JOINT_TYPES)
+# the joint types the analytical derivative algorithms support (constant motion subspace)
+CONSTANT_SUBSPACE_TYPES = tuple(n for n, cls in JOINT_TYPES.items() if cls.constant_subspace)
 
 
 def example_robot_data_dir():
@@ -59,8 +62,10 @@ def robot_path(name):
     if name in EXAMPLE_ROBOTS:
         base = example_robot_data_dir()
         if base is None:
-            raise LookupError(f"robot {name!r} comes from example-robot-data, which is not installed "
-                              f"(pip install example-robot-data, or the test extras)")
+            raise LookupError(
+                f"robot {name!r} comes from example-robot-data, which is not installed "
+                f"(pip install example-robot-data, or the test extras)"
+            )
         rel, floating = EXAMPLE_ROBOTS[name]
         return os.path.join(base, rel), floating
     raise LookupError(f"unknown robot {name!r}: not a file, nor one of {list(SHIPPED) + list(EXAMPLE_ROBOTS)}")
@@ -86,13 +91,14 @@ def _random_rotation(rng):
     return np.array(quaternion_matrix(rng.normal(size=4)))
 
 
-def random_tree(n_bodies, joint_types=ALL_JOINT_TYPES, branching=1, seed=0, name=None):
+def random_tree(n_bodies, joint_types=CONSTANT_SUBSPACE_TYPES, branching=1, seed=0, name=None):
     """A tree of ``n_bodies`` bodies.
 
     ``branching``: 1 for a serial chain, b > 1 for a complete b-ary tree
     (parent of body i is (i - 1) // b), ``None`` for random parents.
-    ``joint_types`` cycle over the bodies in order; revolute, continuous and
-    prismatic axes are random unit vectors, placements random.
+    ``joint_types`` (names of ``casrbd.joints.JOINT_TYPES``) cycle over the
+    bodies in order, each with random parameters (``Joint.sample``); one-dof
+    joints get limits [-2, 2]; placements are random.
     """
     unknown = set(joint_types) - set(JOINT_TYPES)
     if unknown:
@@ -100,7 +106,7 @@ def random_tree(n_bodies, joint_types=ALL_JOINT_TYPES, branching=1, seed=0, name
     if n_bodies < 1:
         raise ValueError(f"random_tree needs at least one body, got n_bodies={n_bodies}")
     rng = np.random.default_rng(seed)
-    joints, frames = [], []
+    bodies, frames = [], []
     for i in range(n_bodies):
         if i == 0:
             parent = -1
@@ -110,17 +116,14 @@ def random_tree(n_bodies, joint_types=ALL_JOINT_TYPES, branching=1, seed=0, name
             parent = (i - 1) // branching
         jtype = joint_types[i % len(joint_types)]
         placement = SE3(_random_rotation(rng), rng.uniform(-0.5, 0.5, 3)) if i else SE3.identity()
-        kwargs = {"inertia": random_inertia(rng)}
-        if jtype in ("revolute", "continuous", "prismatic"):
-            axis = rng.normal(size=3)
-            kwargs["axis"] = axis / np.linalg.norm(axis)
-        if jtype in ("revolute", "prismatic"):
-            kwargs.update(lower=[-2.0], upper=[2.0])
-        joints.append(JOINT_TYPES[jtype](f"j{i}_{jtype}", parent, placement, **kwargs))
+        inertia = random_inertia(rng)
+        joint = JOINT_TYPES[jtype].sample(rng)
+        limits = ([-2.0], [2.0]) if joint.nq == 1 else (None, None)
+        bodies.append(Body(f"j{i}_{jtype}", joint, parent, placement, inertia, *limits))
         frames.append(Frame(f"body{i}", i, SE3.identity()))
         frames.append(Frame(f"tip{i}", i, SE3(_random_rotation(rng), rng.uniform(-0.3, 0.3, 3))))
     branch = "random" if branching is None else branching
-    return Model(name or f"tree{n_bodies}_b{branch}_s{seed}", joints, frames)
+    return Model(name or f"tree{n_bodies}_b{branch}_s{seed}", bodies, frames)
 
 
 def serial_chain(n_bodies, joint_type="revolute", seed=0):

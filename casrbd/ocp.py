@@ -11,6 +11,7 @@ takes effect where casadi differentiates a *call* of the Function, that is
 inside MX graphs (Opti builds MX): build transcription Functions from MX
 symbols, since an SX graph inlines the call and differentiates it by AD.
 """
+
 import numbers
 
 import casadi as ca
@@ -31,8 +32,16 @@ def _choice(arg, value, valid):
     return value
 
 
-def dynamics(model, name="aba", jacobian="analytical", compiled=False, f_ext=False, hessian="exact",
-             flags=COMPILE_FLAGS, **options):
+def dynamics(
+    model,
+    name="aba",
+    jacobian="analytical",
+    compiled=False,
+    f_ext=False,
+    hessian="exact",
+    flags=COMPILE_FLAGS,
+    **options,
+):
     """The forward (``"aba"``) or inverse (``"rnea"``) dynamics Function for MX graphs.
 
     ``jacobian="analytical"``: casadi's Jacobian of a call is the analytical
@@ -55,8 +64,9 @@ def dynamics(model, name="aba", jacobian="analytical", compiled=False, f_ext=Fal
     if not compiled:
         return function(model, name, symbolic="SX", f_ext=f_ext, jacobian=jacobian, **options)
     functions = library_functions(model, name, jacobian, f_ext, hessian, **options)
-    lib = codegen.compile_functions(functions, name=functions[0].name() + ("_h" if hessian == "exact" else "_j"),
-                                    flags=flags)
+    lib = codegen.compile_functions(
+        functions, name=functions[0].name() + ("_h" if hessian == "exact" else "_j"), flags=flags
+    )
     return lib[functions[0].name()]
 
 
@@ -78,8 +88,10 @@ def forward_dynamics_ode(model, fd):
     """(x, u) -> dx/dt = [v; fd(q, v, u)] for x = [q; v]; needs nq == nv (no quaternions),
     since then dq/dt = v. Use ``euler_step`` on a manifold."""
     if model.nq != model.nv:
-        raise ValueError(f"model {model.name!r} has nq = {model.nq} != nv = {model.nv}: its configuration "
-                         f"is not a vector space; integrate it with euler_step")
+        raise ValueError(
+            f"model {model.name!r} has nq = {model.nq} != nv = {model.nv}: its configuration "
+            f"is not a vector space; integrate it with euler_step"
+        )
     nq = model.nq
     return lambda x, u: ca.vertcat(x[nq:], fd(x[:nq], x[nq:], u))
 
@@ -117,22 +129,40 @@ def solver_options(hessian="exact", warm_start=False, verbose=False, **ipopt):
 
     ``warm_start``: start from the given primal and dual values (for MPC)."""
     _choice("hessian", hessian, HESSIANS)
-    opts = {"record_time": True, "print_time": False, "ipopt.hessian_approximation": hessian,
-            "ipopt.print_level": 5 if verbose else 0, "ipopt.sb": "yes"}
+    opts = {
+        "record_time": True,
+        "print_time": False,
+        "ipopt.hessian_approximation": hessian,
+        "ipopt.print_level": 5 if verbose else 0,
+        "ipopt.sb": "yes",
+    }
     if warm_start:
         # small pushes off the bounds keep the warm start where the last solution was
-        opts.update({"ipopt.warm_start_init_point": "yes", "ipopt.mu_init": 1e-6,
-                     "ipopt.warm_start_bound_push": 1e-9, "ipopt.warm_start_bound_frac": 1e-9,
-                     "ipopt.warm_start_slack_bound_push": 1e-9, "ipopt.warm_start_slack_bound_frac": 1e-9,
-                     "ipopt.warm_start_mult_bound_push": 1e-9})
+        opts.update(
+            {
+                "ipopt.warm_start_init_point": "yes",
+                "ipopt.mu_init": 1e-6,
+                "ipopt.warm_start_bound_push": 1e-9,
+                "ipopt.warm_start_bound_frac": 1e-9,
+                "ipopt.warm_start_slack_bound_push": 1e-9,
+                "ipopt.warm_start_slack_bound_frac": 1e-9,
+                "ipopt.warm_start_mult_bound_push": 1e-9,
+            }
+        )
     opts.update({"ipopt." + k: v for k, v in ipopt.items()})
     return opts
 
 
 STAT_FIELDS = {  # name -> key of casadi's nlpsol stats: wall times (t_) and the process's CPU times (cpu_), in s
-    "t_total": "t_wall_total", "t_f": "t_wall_nlp_f", "t_g": "t_wall_nlp_g", "t_grad_f": "t_wall_nlp_grad_f",
-    "t_jac_g": "t_wall_nlp_jac_g", "t_hess_l": "t_wall_nlp_hess_l",
-    "cpu_total": "t_proc_total", "cpu_jac_g": "t_proc_nlp_jac_g", "cpu_hess_l": "t_proc_nlp_hess_l",
+    "t_total": "t_wall_total",
+    "t_f": "t_wall_nlp_f",
+    "t_g": "t_wall_nlp_g",
+    "t_grad_f": "t_wall_nlp_grad_f",
+    "t_jac_g": "t_wall_nlp_jac_g",
+    "t_hess_l": "t_wall_nlp_hess_l",
+    "cpu_total": "t_proc_total",
+    "cpu_jac_g": "t_proc_nlp_jac_g",
+    "cpu_hess_l": "t_proc_nlp_hess_l",
 }
 
 
@@ -147,8 +177,12 @@ def solve(opti):
         if "return_status" not in str(e):  # not IPOPT failing, but building or calling the problem
             raise
     s = opti.stats()
-    out = {"status": s["return_status"], "success": bool(s["success"]), "iterations": int(s["iter_count"]),
-           "cost": float(opti.debug.value(opti.f))}
+    out = {
+        "status": s["return_status"],
+        "success": bool(s["success"]),
+        "iterations": int(s["iter_count"]),
+        "cost": float(opti.debug.value(opti.f)),
+    }
     out.update({k: float(s.get(key, float("nan"))) for k, key in STAT_FIELDS.items()})
     out["t_per_iter"] = out["t_total"] / max(out["iterations"], 1)
     out["cpu_per_iter"] = out["cpu_total"] / max(out["iterations"], 1)
@@ -156,10 +190,12 @@ def solve(opti):
 
 
 def format_stats(stats):
-    return (f"{stats['status']}: {stats['iterations']} iterations, cost {stats['cost']:.10g}, "
-            f"total {stats['t_total']:.3f} s ({1e3 * stats['t_per_iter']:.1f} ms/iter), "
-            f"jac_g {stats['t_jac_g']:.3f} s, hess_l {stats['t_hess_l']:.3f} s, grad_f {stats['t_grad_f']:.3f} s, "
-            f"g {stats['t_g']:.3f} s")
+    return (
+        f"{stats['status']}: {stats['iterations']} iterations, cost {stats['cost']:.10g}, "
+        f"total {stats['t_total']:.3f} s ({1e3 * stats['t_per_iter']:.1f} ms/iter), "
+        f"jac_g {stats['t_jac_g']:.3f} s, hess_l {stats['t_hess_l']:.3f} s, grad_f {stats['t_grad_f']:.3f} s, "
+        f"g {stats['t_g']:.3f} s"
+    )
 
 
 def skeleton(model, q, frames=()):
@@ -168,8 +204,11 @@ def skeleton(model, q, frames=()):
     oMi = function(model, "forward_kinematics")(q).full()
     origin = [oMi[:3, 4 * i + 3] for i in range(model.njoints)]
     # a fixed base hangs from the world origin; a floating base does not
-    segments = [(origin[j.parent] if j.parent >= 0 else np.zeros(3), origin[i]) for i, j in enumerate(model.joints)
-                if j.parent >= 0 or j.type != "floating"]
+    segments = [
+        (origin[p] if p >= 0 else np.zeros(3), origin[i])
+        for i, (p, j) in enumerate(zip(model.parents, model.joints))
+        if p >= 0 or not j.full_motion
+    ]
     for name in frames:
         frame = model.frames[model.frame_index(name)]
         p = function(model, "frame_placement", frame=name)(q).full()[:3, 3]
@@ -190,8 +229,10 @@ def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), 
     ``strip=True`` one panel per configuration (titled by ``labels``), four to
     a row, on ``planes[0]``."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     for plane in planes:
         _choice("planes entry", plane, ("xz", "yz", "xy"))
     figures = [skeleton(model, q, frames) for q in qs]
@@ -199,9 +240,10 @@ def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), 
     cols = min(4, len(panels)) if strip else len(panels)
     rows = -(-len(panels) // cols)
     size = (3.2, 2.4) if strip else (5, 4.5)
-    fig, axs = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows + 0.5), squeeze=False,
-                            sharex=strip, sharey=strip)
-    for ax in axs.flat[len(panels):]:
+    fig, axs = plt.subplots(
+        rows, cols, figsize=(size[0] * cols, size[1] * rows + 0.5), squeeze=False, sharex=strip, sharey=strip
+    )
+    for ax in axs.flat[len(panels) :]:
         ax.set_visible(False)
     for n, (ax, (plane, picks)) in enumerate(zip(axs.flat, panels)):
         i, j = "xyz".index(plane[0]), "xyz".index(plane[1])
@@ -226,12 +268,14 @@ def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), 
 def plot_series(path, t, series, title=""):
     """One subplot per entry of ``series`` (label -> array of rows over time ``t``), as a PNG."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axs = plt.subplots(len(series), 1, figsize=(7, 2.2 * len(series)), sharex=True, squeeze=False)
     for ax, (label, y) in zip(axs[:, 0], series.items()):
         y = np.asarray(y)
-        ax.plot(t[:len(y)], y, lw=1)
+        ax.plot(t[: len(y)], y, lw=1)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axs[-1, 0].set_xlabel("t [s]")

@@ -16,6 +16,7 @@ Conventions (Pinocchio's, pinned by tests/test_spatial.py):
 Model constants are numpy arrays; casadi folds their zeros and ones when
 they meet symbols, which keeps the graphs small.
 """
+
 import casadi as ca
 import numpy as np
 
@@ -30,9 +31,7 @@ def ang(x):
 
 def skew(a):
     """[a]x, the 3 x 3 matrix with [a]x b = a x b."""
-    return ca.vertcat(ca.horzcat(0, -a[2], a[1]),
-                      ca.horzcat(a[2], 0, -a[0]),
-                      ca.horzcat(-a[1], a[0], 0))
+    return ca.vertcat(ca.horzcat(0, -a[2], a[1]), ca.horzcat(a[2], 0, -a[0]), ca.horzcat(-a[1], a[0], 0))
 
 
 def cross(a, B):
@@ -75,14 +74,39 @@ def force_bar_matrix(f):
     return -ca.blockcat([[ca.DM(3, 3), fl], [fl, fa]])
 
 
-class SE3:
+class Frozen:
+    """Fields set once by the constructor; assigning an attribute afterwards raises."""
+
+    __slots__ = ()
+
+    def __init__(self, **fields):
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
+
+
+def constant(x):
+    """A numeric array as a read-only float copy; a number or a casadi expression as it is."""
+    if isinstance(x, (np.ndarray, list, tuple)):
+        a = np.array(x, dtype=float)
+        a.flags.writeable = False
+        return a
+    return x
+
+
+def is_numeric(*xs):
+    return not any(isinstance(x, (ca.SX, ca.MX)) for x in xs)
+
+
+class SE3(Frozen):
     """A placement (R, p); see the module docstring for its meaning."""
 
     __slots__ = ("R", "p")
 
     def __init__(self, R, p):
-        self.R = R
-        self.p = p
+        super().__init__(R=constant(R), p=constant(p))
 
     @staticmethod
     def identity():
@@ -143,14 +167,14 @@ class SE3:
         return ca.vertcat(ca.horzcat(self.R, self.p), ca.DM([[0, 0, 0, 1]]))
 
 
-class SE3Chain:
+class SE3Chain(Frozen):
     """The placement X_1 X_2 ... X_k kept as its factors and applied one after the other:
     factors that rotate about a coordinate axis cost less, one at a time, than their dense product."""
 
     __slots__ = ("factors",)
 
     def __init__(self, factors):
-        self.factors = list(factors)
+        object.__setattr__(self, "factors", tuple(factors))
 
     def _apply(self, method, x, order):
         for X in order:
@@ -180,22 +204,43 @@ class SE3Chain:
         return X
 
 
-class Inertia:
-    """A rigid-body spatial inertia (m, h = m c, I about the frame origin)."""
+class Inertia(Frozen):
+    """A rigid-body spatial inertia (m, h = m c, I about the frame origin), numeric or symbolic."""
 
     __slots__ = ("mass", "h", "I")
 
     def __init__(self, mass, h, I):
-        self.mass = mass
-        self.h = h
-        self.I = I
+        super().__init__(mass=mass, h=constant(h), I=constant(I))
 
     @staticmethod
     def from_com(mass, com, I_com):
         """From the mass, centre of mass and rotational inertia about the centre of mass."""
-        com = np.asarray(com, dtype=float).reshape(3)
-        C = np.array(skew(com))
-        return Inertia(float(mass), mass * com, np.asarray(I_com, dtype=float) - mass * C @ C)
+        if is_numeric(mass, com, I_com):
+            com = np.asarray(com, dtype=float).reshape(3)
+            C = np.array(skew(com))
+            return Inertia(mass, mass * com, np.asarray(I_com, dtype=float) - mass * C @ C)
+        C = skew(com)
+        return Inertia(mass, mass * ca.reshape(com, 3, 1), I_com - mass * ca.mtimes(C, C))
+
+    @staticmethod
+    def from_dynamic_parameters(pi):
+        """From the 10 dynamic parameters in Pinocchio's order (``Inertia.toDynamicParameters``):
+        m, m c (3), then the rotational inertia about the frame origin Ixx, Ixy, Iyy, Ixz, Iyz, Izz."""
+        xx, xy, yy, xz, yz, zz = (pi[k] for k in range(4, 10))
+        if is_numeric(pi):
+            pi = np.asarray(pi, dtype=float).reshape(10)
+            I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]], dtype=float)
+            return Inertia(pi[0], pi[1:4], I)
+        I = ca.vertcat(ca.horzcat(xx, xy, xz), ca.horzcat(xy, yy, yz), ca.horzcat(xz, yz, zz))
+        return Inertia(pi[0], pi[1:4], I)
+
+    def dynamic_parameters(self):
+        """The 10 dynamic parameters (see ``from_dynamic_parameters``) as a column (numpy (10,) if numeric)."""
+        I, h = self.I, self.h
+        entries = [self.mass, h[0], h[1], h[2], I[0, 0], I[0, 1], I[1, 1], I[0, 2], I[1, 2], I[2, 2]]
+        if is_numeric(self.mass, h, I):
+            return np.array([float(x) for x in entries])
+        return ca.vertcat(*entries)
 
     @staticmethod
     def zero():
@@ -239,7 +284,8 @@ def quaternion_matrix(quat):
     return ca.vertcat(
         ca.horzcat(1 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)),
         ca.horzcat(s * (x * y + z * w), 1 - s * (x * x + z * z), s * (y * z - x * w)),
-        ca.horzcat(s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)))
+        ca.horzcat(s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)),
+    )
 
 
 def quaternion_product(a, b):
@@ -286,7 +332,7 @@ def log3_quaternion(quat):
     aw = sign * w
     s2 = ca.sumsqr(v)
     s = ca.sqrt(s2)
-    k = _small(s2, 2 * ca.atan2(s, aw) / s, 2 / aw - 2 * s2 / (3 * aw ** 3), tol=1e-12)
+    k = _small(s2, 2 * ca.atan2(s, aw) / s, 2 / aw - 2 * s2 / (3 * aw**3), tol=1e-12)
     return sign * k * v
 
 
@@ -304,8 +350,7 @@ def se3_log_translation(w, p):
     """Linear part of log6 for rotation vector w and translation p: V(w)^-1 p."""
     t = ca.sumsqr(w)
     th = ca.sqrt(t)
-    d = _small(t, (1 - th * ca.sin(th) / (4 * ca.sin(th / 2) ** 2)) / t,
-               1.0 / 12 + t / 720 + t * t / 30240)
+    d = _small(t, (1 - th * ca.sin(th) / (4 * ca.sin(th / 2) ** 2)) / t, 1.0 / 12 + t / 720 + t * t / 30240)
     W = skew(w)
     return p - 0.5 * ca.mtimes(W, p) + d * ca.mtimes(W, ca.mtimes(W, p))
 

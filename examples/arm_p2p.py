@@ -11,6 +11,7 @@ the shoulder a little torque.
 
     python examples/arm_p2p.py --nodes 40 --jacobian analytical --plot arm.png
 """
+
 import argparse
 import xml.etree.ElementTree as ET
 
@@ -42,13 +43,24 @@ def load_arm():
                 joint.remove(mimic)
     model = casrbd.load_urdf(ET.tostring(root, encoding="unicode"))
     limit = {j.get("name"): j.find("limit") for j in root.iter("joint")}
-    limits = {k: np.array([float(limit[j.name].get(k)) for j in model.joints])
-              for k in ("lower", "upper", "velocity", "effort")}
+    limits = {
+        k: np.array([float(limit[name].get(k)) for name in model.names])
+        for k in ("lower", "upper", "velocity", "effort")
+    }
     return model, limits, TOOL[name]
 
 
-def solve(nodes=40, duration=1.5, jacobian="analytical", compiled=False, hessian="exact", verbose=False,
-          q_start=Q_START, q_goal=Q_GOAL, w_v=0.01):
+def solve(
+    nodes=40,
+    duration=1.5,
+    jacobian="analytical",
+    compiled=False,
+    hessian="exact",
+    verbose=False,
+    q_start=Q_START,
+    q_goal=Q_GOAL,
+    w_v=0.01,
+):
     """Solve the point-to-point problem; returns a dict with the model, limits, tool frame,
     times t, q, v (nodes + 1 rows), tau (nodes rows), dt and the solver stats."""
     if nodes < 2:
@@ -81,18 +93,37 @@ def solve(nodes=40, duration=1.5, jacobian="analytical", compiled=False, hessian
     opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
     stats = ocp.solve(opti)
     value = opti.debug.value  # the solution, or the last iterate if the solve failed
-    return {"model": model, "limits": lim, "tool": tool, "t": np.arange(nodes + 1) * dt, "dt": dt,
-            "q": value(Q).T, "v": value(V).T, "tau": value(T).T,
-            "q_start": np.array(q_start), "q_goal": np.array(q_goal), "stats": stats}
+    return {
+        "model": model,
+        "limits": lim,
+        "tool": tool,
+        "t": np.arange(nodes + 1) * dt,
+        "dt": dt,
+        "q": value(Q).T,
+        "v": value(V).T,
+        "tau": value(T).T,
+        "q_start": np.array(q_start),
+        "q_goal": np.array(q_goal),
+        "stats": stats,
+    }
 
 
 def plot(result, path, snapshots=8):
     """q, v and tau over time at ``path``, and a stick-figure sequence at ``<path>_snapshots.png``."""
-    ocp.plot_series(path, result["t"], {"q [rad]": result["q"], "v [rad/s]": result["v"],
-                                        "tau [Nm]": result["tau"]}, title=f"{result['model'].name} point to point")
+    ocp.plot_series(
+        path,
+        result["t"],
+        {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]},
+        title=f"{result['model'].name} point to point",
+    )
     picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(result["model"], result["q"][picks], ocp.snapshot_path(path), frames=(result["tool"],),
-                       title=f"{result['model'].name}: {snapshots} snapshots (light to dark)")
+    ocp.plot_snapshots(
+        result["model"],
+        result["q"][picks],
+        ocp.snapshot_path(path),
+        frames=(result["tool"],),
+        title=f"{result['model'].name}: {snapshots} snapshots (light to dark)",
+    )
 
 
 def main(argv=None):
@@ -106,8 +137,10 @@ def main(argv=None):
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(args.nodes, args.duration, args.jacobian, args.compiled, args.hessian, args.verbose)
-    print(f"arm point to point ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
-          f"{ocp.format_stats(result['stats'])}")
+    print(
+        f"arm point to point ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
+        f"{ocp.format_stats(result['stats'])}"
+    )
     if args.plot:
         plot(result, args.plot)
     return 0 if result["stats"]["success"] else 1

@@ -13,6 +13,7 @@ the quaternion stays a unit quaternion.
 
     python examples/legged.py --nodes 40 --jacobian analytical --plot solo.png
 """
+
 import argparse
 
 import casadi as ca
@@ -46,7 +47,7 @@ def contact_forces(model, q, F):
     for k, name in enumerate(FEET):
         frame = model.frames[model.frame_index(name)]
         i = frame.joint
-        f = ca.mtimes(oMi[:3, 4 * i:4 * i + 3].T, F[:, k])
+        f = ca.mtimes(oMi[:3, 4 * i : 4 * i + 3].T, F[:, k])
         columns[i] = columns[i] + ca.vertcat(f, ca.cross(ca.DM(np.asarray(frame.placement.p).ravel()), f))
     return ca.horzcat(*columns)
 
@@ -60,8 +61,9 @@ def schedule(nodes, phases=PHASES):
     return contact, duration / nodes
 
 
-def solve(nodes=40, jump=0.1, tau_max=2.5, mu=0.7, jacobian="analytical", compiled=False, hessian="exact",
-          verbose=False):
+def solve(
+    nodes=40, jump=0.1, tau_max=2.5, mu=0.7, jacobian="analytical", compiled=False, hessian="exact", verbose=False
+):
     """Solve the jump; returns a dict with the model, times t, q, v (nodes + 1 rows), a, tau,
     forces (nodes rows; forces as nodes x 3 x feet), the contact flags, dt and the solver stats."""
     if nodes < 6:
@@ -93,7 +95,7 @@ def solve(nodes=40, jump=0.1, tau_max=2.5, mu=0.7, jacobian="analytical", compil
     opti.subject_to(V[:, 0] == 0)
     opti.subject_to(Q[:, -1] == q_goal)
     opti.subject_to(V[:, -1] == 0)
-    opti.subject_to(tau[:6, :] == 0)                            # the base is not actuated
+    opti.subject_to(tau[:6, :] == 0)  # the base is not actuated
     opti.subject_to(opti.bounded(-tau_max, tau[6:, :], tau_max))
     feet_start = np.column_stack([casrbd.frame_placement(model, q_start, f)[:3, 3] for f in FEET])
     landed = False
@@ -102,14 +104,13 @@ def solve(nodes=40, jump=0.1, tau_max=2.5, mu=0.7, jacobian="analytical", compil
         if contact[k]:
             landed = landed or (k > 0 and not contact[k - 1])
             # feet stay on their spot: where they started, or where they land (jump further on)
-            opti.subject_to(P[:, nf * k:nf * (k + 1)] ==
-                            feet_start + np.array([[jump if landed else 0.0], [0], [0]]))
+            opti.subject_to(P[:, nf * k : nf * (k + 1)] == feet_start + np.array([[jump if landed else 0.0], [0], [0]]))
             opti.subject_to(Fk[2, :] >= 0)
             opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[0, :], mu * Fk[2, :]))  # friction pyramid
             opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[1, :], mu * Fk[2, :]))
         else:
             opti.subject_to(Fs[:, k] == 0)
-            opti.subject_to(P[:, nf * k:nf * (k + 1)][2, :] >= 0)
+            opti.subject_to(P[:, nf * k : nf * (k + 1)][2, :] >= 0)
     opti.minimize(dt * (ca.sumsqr(tau[6:, :]) + 1e-3 * ca.sumsqr(A) + 1e-4 * ca.sumsqr(Fs)))
     # guess: standing while the base moves on at constant speed, weight shared by the feet in stance
     s = np.linspace(0, 1, nodes + 1)
@@ -121,23 +122,51 @@ def solve(nodes=40, jump=0.1, tau_max=2.5, mu=0.7, jacobian="analytical", compil
     opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
     stats = ocp.solve(opti)
     value = opti.debug.value  # the solution, or the last iterate if the solve failed
-    return {"model": model, "t": np.arange(nodes + 1) * dt, "dt": dt, "contact": contact,
-            "q": value(Q).T, "v": value(V).T, "a": value(A).T, "tau": value(tau).T,
-            "forces": value(Fs).T.reshape(nodes, nf, 3).transpose(0, 2, 1), "feet": FEET,
-            "q_start": q_start, "q_goal": q_goal, "tau_max": tau_max, "mu": mu, "stats": stats}
+    return {
+        "model": model,
+        "t": np.arange(nodes + 1) * dt,
+        "dt": dt,
+        "contact": contact,
+        "q": value(Q).T,
+        "v": value(V).T,
+        "a": value(A).T,
+        "tau": value(tau).T,
+        "forces": value(Fs).T.reshape(nodes, nf, 3).transpose(0, 2, 1),
+        "feet": FEET,
+        "q_start": q_start,
+        "q_goal": q_goal,
+        "tau_max": tau_max,
+        "mu": mu,
+        "stats": stats,
+    }
 
 
 def plot(result, path, snapshots=8):
     """Base height, joint torques and vertical foot forces over time at ``path``, and a
     stick-figure sequence at ``<path>_snapshots.png``."""
     t, q = result["t"], result["q"]
-    ocp.plot_series(path, t, {"base x, z [m]": q[:, [0, 2]], "joint tau [Nm]": result["tau"][:, 6:],
-                              "foot F_z [N]": result["forces"][:, 2, :]}, title="solo12 jump")
+    ocp.plot_series(
+        path,
+        t,
+        {
+            "base x, z [m]": q[:, [0, 2]],
+            "joint tau [Nm]": result["tau"][:, 6:],
+            "foot F_z [N]": result["forces"][:, 2, :],
+        },
+        title="solo12 jump",
+    )
     picks = np.linspace(0, len(q) - 1, snapshots).round().astype(int)
     phase = ["stance" if k == len(q) - 1 or result["contact"][k] else "flight" for k in picks]
-    ocp.plot_snapshots(result["model"], q[picks], ocp.snapshot_path(path), frames=result["feet"],
-                       title="solo12 jump", planes=("xz",), strip=True,
-                       labels=[f"t = {t[k]:.2f} s ({p})" for k, p in zip(picks, phase)])
+    ocp.plot_snapshots(
+        result["model"],
+        q[picks],
+        ocp.snapshot_path(path),
+        frames=result["feet"],
+        title="solo12 jump",
+        planes=("xz",),
+        strip=True,
+        labels=[f"t = {t[k]:.2f} s ({p})" for k, p in zip(picks, phase)],
+    )
 
 
 def main(argv=None):
@@ -151,10 +180,16 @@ def main(argv=None):
     p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
-    result = solve(args.nodes, args.jump, args.tau_max, jacobian=args.jacobian, compiled=args.compiled,
-                   hessian=args.hessian, verbose=args.verbose)
-    print(f"solo12 jump ({args.jacobian}{', compiled' if args.compiled else ''}): "
-          f"{ocp.format_stats(result['stats'])}")
+    result = solve(
+        args.nodes,
+        args.jump,
+        args.tau_max,
+        jacobian=args.jacobian,
+        compiled=args.compiled,
+        hessian=args.hessian,
+        verbose=args.verbose,
+    )
+    print(f"solo12 jump ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
     if args.plot:
         plot(result, args.plot)
     return 0 if result["stats"]["success"] else 1

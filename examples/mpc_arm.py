@@ -12,6 +12,7 @@ small barrier parameter (``ocp.solver_options(warm_start=True)``).
 
     python examples/mpc_arm.py --nodes 10 --steps 40 --jacobian analytical --plot mpc.png
 """
+
 import argparse
 import os
 import sys
@@ -29,12 +30,14 @@ from arm_p2p import Q_GOAL, Q_START, load_arm  # noqa: E402  (the same arm and l
 
 def simulate(model, q, v, tau, duration, substeps=10):
     """The plant: RK4 steps of the numeric aba over ``duration`` with tau held."""
+
     def ode(x, u):
-        return np.r_[x[model.nq:], casrbd.aba(model, x[:model.nq], x[model.nq:], u)]
+        return np.r_[x[model.nq :], casrbd.aba(model, x[: model.nq], x[model.nq :], u)]
+
     x = np.r_[q, v]
     for _ in range(substeps):
         x = ocp.rk4(ode, x, tau, duration / substeps)
-    return x[:model.nq], x[model.nq:]
+    return x[: model.nq], x[model.nq :]
 
 
 def build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags):
@@ -52,13 +55,25 @@ def build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags):
     opti.subject_to(opti.bounded(-lim["velocity"], X[n:, 1:], lim["velocity"]))
     opti.subject_to(opti.bounded(-lim["effort"], U, lim["effort"]))
     error = X[:n, 1:] - q_goal
-    opti.minimize(dt * (ca.sumsqr(error) + 0.01 * ca.sumsqr(X[n:, 1:]) + 0.1 * ca.sumsqr(U / lim["effort"]))
-                  + 10 * ca.sumsqr(error[:, -1]))
+    opti.minimize(
+        dt * (ca.sumsqr(error) + 0.01 * ca.sumsqr(X[n:, 1:]) + 0.1 * ca.sumsqr(U / lim["effort"]))
+        + 10 * ca.sumsqr(error[:, -1])
+    )
     return opti, x0, X, U
 
 
-def run(steps=40, nodes=10, dt=0.05, jacobian="analytical", compiled=True, hessian="exact", verbose=False,
-        q_start=Q_START, q_goal=Q_GOAL, flags=ocp.COMPILE_FLAGS):
+def run(
+    steps=40,
+    nodes=10,
+    dt=0.05,
+    jacobian="analytical",
+    compiled=True,
+    hessian="exact",
+    verbose=False,
+    q_start=Q_START,
+    q_goal=Q_GOAL,
+    flags=ocp.COMPILE_FLAGS,
+):
     """Closed loop from rest at q_start; returns a dict with the model, limits, tool frame, times t,
     plant q, v (steps + 1 rows), applied tau (steps rows), the stats of every solve and dt.
     ``flags``: C compiler flags of the compiled dynamics."""
@@ -91,9 +106,19 @@ def run(steps=40, nodes=10, dt=0.05, jacobian="analytical", compiled=True, hessi
         opti.set_initial(X, np.column_stack([Xs[:, 1:], Xs[:, -1]]))
         opti.set_initial(U, np.column_stack([Us[:, 1:], Us[:, -1]]))
         opti.set_initial(opti.lam_g, lam)
-    return {"model": model, "limits": lim, "tool": tool, "t": np.arange(steps + 1) * dt, "dt": dt,
-            "q": np.array(qs), "v": np.array(vs), "tau": np.array(taus), "solves": solves,
-            "q_goal": np.array(q_goal), "setup_seconds": setup}
+    return {
+        "model": model,
+        "limits": lim,
+        "tool": tool,
+        "t": np.arange(steps + 1) * dt,
+        "dt": dt,
+        "q": np.array(qs),
+        "v": np.array(vs),
+        "tau": np.array(taus),
+        "solves": solves,
+        "q_goal": np.array(q_goal),
+        "setup_seconds": setup,
+    }
 
 
 def summary(result):
@@ -102,20 +127,37 @@ def summary(result):
     times = np.array([x["t_total"] for x in s])
     ok = sum(x["success"] for x in s)
     err = np.abs(result["q"][-1] - result["q_goal"]).max()
-    return (f"{len(s)} solves, {ok} succeeded; iterations first {iters[0]}, then mean {iters[1:].mean():.1f} "
+    return (
+        (
+            f"{len(s)} solves, {ok} succeeded; iterations first {iters[0]}, then mean {iters[1:].mean():.1f} "
             f"max {iters[1:].max()}; solve time first {times[0]:.3f} s, then mean {1e3 * times[1:].mean():.1f} ms "
-            f"max {1e3 * times[1:].max():.1f} ms; final |q - q_goal| {err:.2e} rad") if len(s) > 1 else \
-        f"1 solve: {ocp.format_stats(s[0])}"
+            f"max {1e3 * times[1:].max():.1f} ms; final |q - q_goal| {err:.2e} rad"
+        )
+        if len(s) > 1
+        else f"1 solve: {ocp.format_stats(s[0])}"
+    )
 
 
 def plot(result, path, snapshots=6):
-    ocp.plot_series(path, result["t"], {"q [rad]": result["q"], "v [rad/s]": result["v"],
-                                        "tau [Nm]": result["tau"],
-                                        "IPOPT iterations": [x["iterations"] for x in result["solves"]]},
-                    title=f"{result['model'].name} MPC (closed loop)")
+    ocp.plot_series(
+        path,
+        result["t"],
+        {
+            "q [rad]": result["q"],
+            "v [rad/s]": result["v"],
+            "tau [Nm]": result["tau"],
+            "IPOPT iterations": [x["iterations"] for x in result["solves"]],
+        },
+        title=f"{result['model'].name} MPC (closed loop)",
+    )
     picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(result["model"], result["q"][picks], ocp.snapshot_path(path), frames=(result["tool"],),
-                       title=f"{result['model'].name} MPC: {snapshots} snapshots (light to dark)")
+    ocp.plot_snapshots(
+        result["model"],
+        result["q"][picks],
+        ocp.snapshot_path(path),
+        frames=(result["tool"],),
+        title=f"{result['model'].name} MPC: {snapshots} snapshots (light to dark)",
+    )
 
 
 def main(argv=None):
@@ -125,14 +167,19 @@ def main(argv=None):
     p.add_argument("--dt", type=float, default=0.05, help="control interval in s (default 0.05)")
     p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
     p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action=argparse.BooleanOptionalAction, default=True,
-                   help="dynamics as C code through casrbd.codegen (default: yes)")
+    p.add_argument(
+        "--compiled",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="dynamics as C code through casrbd.codegen (default: yes)",
+    )
     p.add_argument("--plot", metavar="PATH.png", help="write the closed loop and PATH_snapshots.png")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = run(args.steps, args.nodes, args.dt, args.jacobian, args.compiled, args.hessian, args.verbose)
-    print(f"arm MPC ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
-          f"{summary(result)}")
+    print(
+        f"arm MPC ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): {summary(result)}"
+    )
     if args.plot:
         plot(result, args.plot)
     return 0 if all(s["success"] for s in result["solves"]) else 1

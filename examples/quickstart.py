@@ -1,12 +1,16 @@
 """The README quickstart: load a URDF, build aba as a casadi Function, evaluate it numerically and symbolically."""
-import casadi as ca, numpy as np, casrbd
+
+import casadi as ca
+import numpy as np
+
+import casrbd
 from casrbd.models import robot_path
 
-model = casrbd.load_urdf(robot_path("arm7")[0])      # any URDF path or XML string
-aba = casrbd.function(model, "aba")                  # casadi Function (q, v, tau) -> a, built once, cached
+model = casrbd.load_urdf(robot_path("arm7")[0])  # any URDF path or XML string
+aba = casrbd.function(model, "aba")  # casadi Function (q, v, tau) -> a, built once, cached
 q, v, tau = casrbd.neutral(model), np.zeros(model.nv), np.ones(model.nv)
-print(aba(q, v, tau))                                # numeric evaluation (DM)
+print(aba(q, v, tau))  # numeric evaluation (DM)
 Q, V, T = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv), ca.SX.sym("tau", model.nv)
-a = aba(Q, V, T)                                     # symbolic: an SX expression of q, v, tau
-print(casrbd.aba(model, q, v, tau))                  # the algorithm on numbers -> numpy
+a = aba(Q, V, T)  # symbolic: an SX expression of q, v, tau
+print(casrbd.aba(model, q, v, tau))  # the algorithm on numbers -> numpy
 da_dq, da_dv, da_dtau = casrbd.aba_derivatives(model, q, v, tau, method="idsva")

@@ -10,6 +10,7 @@ sum tau^2 dt.
 
     python examples/swingup.py --nodes 60 --jacobian analytical --plot swingup.png
 """
+
 import argparse
 
 import casadi as ca
@@ -39,8 +40,16 @@ def load_model():
         return load_urdf(URDF)
 
 
-def solve(nodes=60, duration=1.5, tau_max=0.3, v_max=10.0, jacobian="analytical", compiled=False, hessian="exact",
-          verbose=False):
+def solve(
+    nodes=60,
+    duration=1.5,
+    tau_max=0.3,
+    v_max=10.0,
+    jacobian="analytical",
+    compiled=False,
+    hessian="exact",
+    verbose=False,
+):
     """Solve the swing-up; returns a dict with the model, times t, q, v (nodes + 1 rows),
     tau (nodes rows), the start and goal states, dt and the solver stats."""
     if nodes < 2:
@@ -50,8 +59,8 @@ def solve(nodes=60, duration=1.5, tau_max=0.3, v_max=10.0, jacobian="analytical"
             raise ValueError(f"{arg} must be positive, got {val}")
     model = load_model()
     n, dt = model.nv, duration / nodes
-    x_start = np.r_[np.pi, np.zeros(2 * n - 1)]   # hanging down, at rest
-    x_goal = np.zeros(2 * n)                      # upright, at rest
+    x_start = np.r_[np.pi, np.zeros(2 * n - 1)]  # hanging down, at rest
+    x_goal = np.zeros(2 * n)  # upright, at rest
     fd = ocp.dynamics(model, "aba", jacobian, compiled, hessian=hessian)
 
     # one RK4 step as an MX Function: the call of fd stays a node that casadi differentiates
@@ -68,20 +77,43 @@ def solve(nodes=60, duration=1.5, tau_max=0.3, v_max=10.0, jacobian="analytical"
     opti.minimize(dt * ca.sumsqr(U))
     # guess: the first joint turns at constant speed from down to up
     s = np.linspace(0, 1, nodes + 1)
-    opti.set_initial(X, np.vstack([np.pi * (1 - s), np.zeros((n - 1, nodes + 1)),
-                                   np.full((1, nodes + 1), -np.pi / duration), np.zeros((n - 1, nodes + 1))]))
+    opti.set_initial(
+        X,
+        np.vstack(
+            [
+                np.pi * (1 - s),
+                np.zeros((n - 1, nodes + 1)),
+                np.full((1, nodes + 1), -np.pi / duration),
+                np.zeros((n - 1, nodes + 1)),
+            ]
+        ),
+    )
     opti.set_initial(U, 0)
     opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
     stats = ocp.solve(opti)
     value = opti.debug.value  # the solution, or the last iterate if the solve failed
     Xs, Us = np.atleast_2d(value(X)), np.atleast_2d(value(U))
-    return {"model": model, "t": np.arange(nodes + 1) * dt, "dt": dt, "q": Xs[:n].T, "v": Xs[n:].T,
-            "tau": Us.T, "x_start": x_start, "x_goal": x_goal, "tau_max": tau_max, "stats": stats}
+    return {
+        "model": model,
+        "t": np.arange(nodes + 1) * dt,
+        "dt": dt,
+        "q": Xs[:n].T,
+        "v": Xs[n:].T,
+        "tau": Us.T,
+        "x_start": x_start,
+        "x_goal": x_goal,
+        "tau_max": tau_max,
+        "stats": stats,
+    }
 
 
 def plot(result, path):
-    ocp.plot_series(path, result["t"], {"q [rad]": result["q"], "v [rad/s]": result["v"],
-                                        "tau [Nm]": result["tau"]}, title="double-pendulum swing-up")
+    ocp.plot_series(
+        path,
+        result["t"],
+        {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]},
+        title="double-pendulum swing-up",
+    )
 
 
 def main(argv=None):
@@ -96,8 +128,9 @@ def main(argv=None):
     p.add_argument("--plot", metavar="PATH.png", help="write q, v and tau over time")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
-    result = solve(args.nodes, args.duration, args.tau_max, args.v_max, args.jacobian, args.compiled, args.hessian,
-                   args.verbose)
+    result = solve(
+        args.nodes, args.duration, args.tau_max, args.v_max, args.jacobian, args.compiled, args.hessian, args.verbose
+    )
     print(f"swing-up ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
     if args.plot:
         plot(result, args.plot)

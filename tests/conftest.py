@@ -1,48 +1,57 @@
-"""Shared helpers and robot fixtures.
+"""Shared fixtures and robots.
 
-``rel_err(x, y)``: max |x - y| / max(1, max |y|), the error measure of every
-comparison (y is the reference).
+The error measure and the random states are casrbd.testing's: ``rel_err(x, ref)``
+= max |x - ref| / max(1, max |ref|), ``random_state(model, rng)`` = (q, v, a or
+tau, f_ext), with f_ext 6 x njoints, and ``central_differences``.
 
 Robots are named as in ``casrbd.models.load_robot`` ("arm7", "panda", ...)
-plus three synthetic trees that use every joint type:
+plus three synthetic trees whose joint types cycle over every type with a
+constant motion subspace (revolute, helical, prismatic, spherical, planar,
+floating; the universal joint has its own tests in test_joints.py):
 
-- ``chain``:  a serial chain of 10 bodies, joint types cycling over all six;
-- ``binary``: a complete binary tree of 11 bodies, all six types;
+- ``chain``:  a serial chain of 10 bodies;
+- ``binary``: a complete binary tree of 11 bodies;
 - ``random``: 12 bodies with random parents and a free-flyer root.
 
-``get_model(name)`` returns a model shared by all tests (do not mutate it:
-its cached Functions are shared too); ``fresh_model(name)`` a new one.
-Robots from example-robot-data are skipped when it is not installed.
+``get_model(name)`` returns a model shared by all tests (models are immutable,
+so sharing it and its cached Functions is safe); ``fresh_model(name)`` builds a
+new one. Robots from example-robot-data are skipped when it is not installed.
+
+Pinocchio is an optional reference: a test that compares against it takes the
+``pin`` fixture, which skips that test alone when Pinocchio is absent, and
+imports tests/oracle.py only after it.
 """
+
 import functools
 import warnings
 
 import numpy as np
 import pytest
 
-import casrbd
-from casrbd.models import ALL_JOINT_TYPES, example_robot_data_dir, load_robot, random_tree
+from casrbd.models import example_robot_data_dir, load_robot, random_tree
 
+# the constant-subspace joint types, in the order the synthetic trees cycle over them
+SYNTHETIC_TYPES = ("revolute", "helical", "prismatic", "spherical", "planar", "floating")
 SYNTHETIC = {
-    "chain": dict(n_bodies=10, joint_types=ALL_JOINT_TYPES, branching=1, seed=11),
-    "binary": dict(n_bodies=11, joint_types=ALL_JOINT_TYPES, branching=2, seed=12),
-    "random": dict(n_bodies=12, branching=None, seed=13,
-                   joint_types=("floating", "spherical", "revolute", "planar", "prismatic", "continuous")),
+    "chain": {"n_bodies": 10, "joint_types": SYNTHETIC_TYPES, "branching": 1, "seed": 11},
+    "binary": {"n_bodies": 11, "joint_types": SYNTHETIC_TYPES, "branching": 2, "seed": 12},
+    "random": {
+        "n_bodies": 12,
+        "branching": None,
+        "seed": 13,
+        "joint_types": ("floating", "spherical", "revolute", "planar", "prismatic", "helical"),
+    },
 }
 SYNTHETIC_ROBOTS = tuple(SYNTHETIC)
 SHIPPED_ROBOTS = ("arm7",)
-EXAMPLE_ROBOTS = ("panda", "ur5", "double_pendulum", "double_pendulum_continuous", "solo12", "hyq",
-                  "talos_reduced")
+EXAMPLE_ROBOTS = ("panda", "ur5", "double_pendulum", "double_pendulum_continuous", "solo12", "hyq", "talos_reduced")
 ALL_ROBOTS = SYNTHETIC_ROBOTS + SHIPPED_ROBOTS + EXAMPLE_ROBOTS
 
 
-def rel_err(x, y):
-    """max |x - y| / max(1, max |y|) of two arrays of the same shape (y the reference)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    assert x.shape == y.shape, f"shape {x.shape} != reference shape {y.shape}"
-    if y.size == 0:
-        return 0.0
-    return float(np.max(np.abs(x - y)) / max(1.0, np.max(np.abs(y))))
+@pytest.fixture(scope="session")
+def pin():
+    """Pinocchio, the reference implementation; the test that asks for it is skipped without it."""
+    return pytest.importorskip("pinocchio")
 
 
 def requires_example_robot_data(name):
@@ -60,7 +69,7 @@ def fresh_model(name):
         return load_robot(name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _shared_model(name):
     return fresh_model(name)
 
@@ -71,34 +80,19 @@ def get_model(name):
     return _shared_model(name)
 
 
-def random_state(model, rng):
-    """(q, v, a_or_tau, f_ext): a random configuration, normal velocities/accelerations
-    and an njoints x 6 array of normal external forces."""
-    q = np.asarray(casrbd.random_configuration(model, rng))
-    return q, rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=(model.njoints, 6))
-
-
-@pytest.fixture(scope="module", params=ALL_ROBOTS)
-def robot(request):
-    """Every robot: the synthetic trees, arm7 and the example-robot-data robots."""
-    return get_model(request.param)
-
-
-@pytest.fixture(scope="module", params=SYNTHETIC_ROBOTS)
-def synthetic_robot(request):
-    """The synthetic trees with every joint type."""
-    return get_model(request.param)
-
-
-@pytest.fixture(scope="module", params=SHIPPED_ROBOTS + EXAMPLE_ROBOTS)
-def urdf_robot(request):
-    """The URDF robots (arm7 and the example-robot-data robots)."""
-    return get_model(request.param)
+def normalized_slices(model):
+    """(joint index, slice of q) of every quaternion and planar (cos, sin) pair."""
+    out = []
+    for i, joint in enumerate(model.joints):
+        start = model.idx_q[i]
+        if joint.normalized.stop > joint.normalized.start:
+            out.append((i, slice(start + joint.normalized.start, start + joint.normalized.stop)))
+    return out
 
 
 def scale_normalized(model, q, factor):
     """q with every quaternion and planar (cos, sin) pair multiplied by ``factor``."""
     q = np.array(q, dtype=float)
-    for joint in model.joints:
-        q[joint.idx_q + joint.normalized.start:joint.idx_q + joint.normalized.stop] *= factor
+    for _, s in normalized_slices(model):
+        q[s] *= factor
     return q

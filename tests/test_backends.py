@@ -1,15 +1,17 @@
 """The same numbers through every route: numpy calls, cached SX and MX Functions, and the
 algorithms called directly with SX or MX symbols; types, names and caching of the API."""
+
 import casadi as ca
 import numpy as np
 import pytest
+from conftest import get_model
 
 import casrbd
 from casrbd.models import random_tree
-from conftest import fresh_model, get_model, random_state, rel_err
+from casrbd.testing import random_state, rel_err
 
 TOL = 1e-12
-ROBOTS = ("random", "arm7")  # a synthetic tree with every joint type (free-flyer root), a URDF robot
+ROBOTS = ("random", "arm7")  # a synthetic tree with every constant-subspace joint type (free-flyer root), a URDF robot
 
 # algorithm -> (input names, output name, takes f_ext)
 SIGNATURES = {
@@ -61,23 +63,25 @@ def routes(model, name, with_f_ext):
     out = {}
     for symbolic in ("SX", "MX"):
         fun = casrbd.function(model, name, symbolic=symbolic, f_ext=with_f_ext, **options)
-        out[f"function {symbolic}"] = lambda args, F, fun=fun: fun(*args, *([F.T] if with_f_ext else []))
+        out[f"function {symbolic}"] = lambda args, F, fun=fun: fun(*args, *([F] if with_f_ext else []))
         sym = getattr(ca, symbolic)
         syms = [sym.sym(k, n) for k, n in zip(inputs, sizes(model, inputs))]
-        forces = [sym.sym("f_ext", model.njoints, 6)] if with_f_ext else []
+        forces = [sym.sym("f_ext", 6, model.njoints)] if with_f_ext else []
         expr = api_call(model, name, syms, *forces, **options)
         assert isinstance(expr, sym), f"{name} of {symbolic} symbols returned a {type(expr).__name__}"
         direct = ca.Function("f", syms + forces, [expr])
         out[f"direct {symbolic}"] = lambda args, F, f=direct: f(*args, *([F] if with_f_ext else []))
-        if with_f_ext:  # f_ext also as a list of njoints symbolic 6-vectors
+        if with_f_ext:  # f_ext also as an expression: the columns of njoints symbolic 6-vectors side by side
             columns = [sym.sym(f"f{i}", 6) for i in range(model.njoints)]
-            direct = ca.Function("f", syms + columns, [api_call(model, name, syms, columns, **options)])
-            out[f"direct {symbolic}, f_ext list"] = lambda args, F, f=direct: f(*args, *F)
+            expr = api_call(model, name, syms, ca.horzcat(*columns), **options)
+            direct = ca.Function("f", syms + columns, [expr])
+            out[f"direct {symbolic}, f_ext columns"] = lambda args, F, f=direct: f(*args, *F.T)
     return out
 
 
-@pytest.mark.parametrize("name, with_f_ext", [(n, False) for n in COMPARED] +
-                         [(n, True) for n in COMPARED if SIGNATURES[n][2]])
+@pytest.mark.parametrize(
+    "name, with_f_ext", [(n, False) for n in COMPARED] + [(n, True) for n in COMPARED if SIGNATURES[n][2]]
+)
 def test_routes_agree(model, name, with_f_ext):
     others = routes(model, name, with_f_ext)
     rng = np.random.default_rng(7)
@@ -91,7 +95,7 @@ def test_routes_agree(model, name, with_f_ext):
 
 
 def test_numeric_f_ext_forms(model):
-    """f_ext as an njoints x 6 array, a list of 6-vectors, or a DM give the same torques."""
+    """f_ext as a 6 x njoints array, a list of its 6 rows, nested lists, or a DM give the same torques."""
     q, v, a, F = random_state(model, np.random.default_rng(3))
     tau = casrbd.rnea(model, q, v, a, F)
     assert rel_err(casrbd.rnea(model, q, v, a, list(F)), tau) == 0
@@ -102,9 +106,18 @@ def test_numeric_f_ext_forms(model):
 
 def expected_shapes(model):
     nq, nv = model.nq, model.nv
-    return {"rnea": (nv,), "nonlinear_effects": (nv,), "generalized_gravity": (nv,), "crba": (nv, nv),
-            "aba": (nv,), "minverse": (nv, nv), "frame_placement": (4, 4), "frame_jacobian": (6, nv),
-            "integrate": (nq,), "difference": (nv,)}
+    return {
+        "rnea": (nv,),
+        "nonlinear_effects": (nv,),
+        "generalized_gravity": (nv,),
+        "crba": (nv, nv),
+        "aba": (nv,),
+        "minverse": (nv, nv),
+        "frame_placement": (4, 4),
+        "frame_jacobian": (6, nv),
+        "integrate": (nq,),
+        "difference": (nv,),
+    }
 
 
 @pytest.mark.parametrize("robot_name", ["random", "arm7", "one revolute", "one spherical", "two prismatic"])
@@ -178,18 +191,28 @@ def test_frame_by_name_and_default_reference(model):
 
 
 @pytest.mark.parametrize("robot_name", ROBOTS)
-def test_gravity_change_drops_cache(robot_name):
-    model = fresh_model(robot_name)  # not the shared model: its gravity changes
+def test_with_gravity_gives_new_functions_and_keeps_the_old_ones(robot_name):
+    """A model's gravity cannot change: ``with_gravity`` returns a new model, whose Functions use
+    the new gravity, while the original model keeps its gravity and its cached Functions."""
+    model = get_model(robot_name)
+    gravity = model.gravity.copy()
+    assert np.array_equal(gravity, [0.0, 0.0, -9.81])
     q = casrbd.random_configuration(model, 2)
     g_fun, M_fun = casrbd.function(model, "generalized_gravity"), casrbd.function(model, "crba")
     g = casrbd.generalized_gravity(model, q)
     M = casrbd.crba(model, q)
     assert np.max(np.abs(g)) > 1e-3
-    model.gravity = [0.0, 0.0, -2 * 9.81]
-    assert casrbd.function(model, "generalized_gravity") is not g_fun
-    assert casrbd.function(model, "crba") is not M_fun
-    assert rel_err(casrbd.generalized_gravity(model, q), 2 * g) < TOL  # g(q) is linear in gravity
-    assert rel_err(casrbd.crba(model, q), M) < TOL
-    model.gravity = np.zeros(3)
-    assert np.all(casrbd.generalized_gravity(model, q) == 0)
-    assert np.array_equal(model.gravity, np.zeros(3))
+    heavier = model.with_gravity([0.0, 0.0, -2 * 9.81])
+    assert heavier is not model
+    assert casrbd.function(heavier, "generalized_gravity") is not g_fun
+    assert casrbd.function(heavier, "crba") is not M_fun
+    assert rel_err(casrbd.generalized_gravity(heavier, q), 2 * g) < TOL  # g(q) is linear in gravity
+    assert rel_err(casrbd.crba(heavier, q), M) < TOL
+    weightless = model.with_gravity(np.zeros(3))
+    assert np.all(casrbd.generalized_gravity(weightless, q) == 0)
+    assert np.array_equal(weightless.gravity, np.zeros(3))
+    # the original is untouched
+    assert np.array_equal(model.gravity, gravity)
+    assert casrbd.function(model, "generalized_gravity") is g_fun and casrbd.function(model, "crba") is M_fun
+    assert rel_err(g_fun(q).full().ravel(), g) == 0
+    assert rel_err(casrbd.generalized_gravity(model, q), g) == 0

@@ -5,6 +5,7 @@ Pinocchio; this test checks that those checks ran and found no mismatch,
 and that the report and plots are written. Compiled objects go to a
 temporary cache (``CASRBD_CACHE``), never the user's.
 """
+
 import json
 
 import pytest
@@ -39,6 +40,6 @@ def test_quick_mode_writes_a_report_without_mismatches(tmp_path, monkeypatch):
     assert len(results["table1"]) == 2 and len(entries) > 30
     for e in entries:  # every graph of the quick mode is under its cap: all compiled and checked
         assert e["ok"] and "c_min" in e and e["err_c_vs_vm"] <= 1e-6, e
-    # the rest state of seed 003 Fig. 3: the analytical d/dv vanish (up to rounding)
+    # the rest state of Carpentier & Mansard (RSS 2018), Fig. 3: the analytical d/dv vanish (up to rounding)
     rest = results["accuracy"]["double_pendulum"]["states"]["rest"]["rnea"]
     assert all(e["max_abs_dv"] < 1e-12 for e in rest["analytical"].values())

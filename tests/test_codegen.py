@@ -4,9 +4,10 @@ The compiled code is a different evaluator from casadi's virtual machine, so
 the VM evaluation of the original Function is an independent reference;
 so are identities between compiled Functions and the Python algorithms
 (rnea(q, v, aba(q, v, tau)) = tau, M M^-1 = I). Robots: arm7 and a random tree
-with every joint type (free-flyer, spherical and planar joints below the root).
+with every constant-subspace joint type (free-flyer, spherical and planar joints below the root).
 Every test builds in its own cache (``CASRBD_CACHE``), never the user's.
 """
+
 import ctypes
 import os
 import re
@@ -23,18 +24,18 @@ import pytest
 
 import casrbd
 from casrbd import codegen
-from casrbd.models import ALL_JOINT_TYPES, load_robot, random_tree
-from conftest import random_state, rel_err
+from casrbd.models import CONSTANT_SUBSPACE_TYPES, load_robot, random_tree
+from casrbd.testing import random_state, rel_err
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = 1e-12
-FAST = ("-O1",)      # compiles several times faster than the default -O3
-NO_OPT = ("-O0",)    # faster still, where the code's speed does not matter
+FAST = ("-O1",)  # compiles several times faster than the default -O3
+NO_OPT = ("-O0",)  # faster still, where the code's speed does not matter
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
 ARM7 = load_robot("arm7")
-TREE = random_tree(8, joint_types=ALL_JOINT_TYPES, branching=None, seed=5, name="tree")
+TREE = random_tree(8, joint_types=CONSTANT_SUBSPACE_TYPES, branching=None, seed=5, name="tree")
 MODELS = {"arm7": ARM7, "tree": TREE}
 
 
@@ -51,13 +52,16 @@ def builds(cache):
 
 def state(model, seed):
     """[q, v, a or tau, f_ext (6 x njoints)] at a random state."""
-    q, v, x, F = random_state(model, np.random.default_rng(seed))
-    return [q, v, x, F.T]
+    return list(random_state(model, np.random.default_rng(seed)))
 
 
 def dynamics(model):
-    return [casrbd.function(model, "rnea", f_ext=True), casrbd.function(model, "aba", f_ext=True),
-            casrbd.function(model, "crba"), casrbd.function(model, "aba_derivatives", f_ext=True)]
+    return [
+        casrbd.function(model, "rnea", f_ext=True),
+        casrbd.function(model, "aba", f_ext=True),
+        casrbd.function(model, "crba"),
+        casrbd.function(model, "aba_derivatives", f_ext=True),
+    ]
 
 
 def evaluate(f, args):
@@ -69,7 +73,7 @@ def evaluate(f, args):
 def test_compiled_functions_equal_the_originals(robot):
     model = MODELS[robot]
     if robot == "tree":
-        assert {j.type for j in model.joints} == set(ALL_JOINT_TYPES)
+        assert {j.type for j in model.joints} == set(CONSTANT_SUBSPACE_TYPES)
     originals = dynamics(model)
     lib = codegen.compile_functions(originals, name=f"{robot}_dynamics", flags=FAST)
     assert lib.compile_seconds is not None and lib.path.exists()
@@ -77,12 +81,12 @@ def test_compiled_functions_equal_the_originals(robot):
     for seed in range(3):
         q, v, x, F = state(model, seed)
         for f in originals:
-            args = [q, v, x, F][:f.n_in()]
+            args = [q, v, x, F][: f.n_in()]
             for got, want in zip(evaluate(lib[f.name()], args), evaluate(f, args)):
                 assert got.shape == want.shape and rel_err(got, want) < TOL, f.name()
         # identities between compiled Functions and the Python algorithm
         a = evaluate(aba, [q, v, x, F])[0].ravel()
-        assert rel_err(casrbd.rnea(model, q, v, a, f_ext=F.T), x) < 1e-10
+        assert rel_err(casrbd.rnea(model, q, v, a, f_ext=F), x) < 1e-10
         assert rel_err(evaluate(rnea, [q, v, a, F])[0].ravel(), x) < 1e-10
         M = evaluate(crba, [q])[0]
         Minv = evaluate(aba_derivatives, [q, v, x, F])[2]
@@ -106,7 +110,7 @@ def test_custom_jacobian_is_exported_and_used_after_loading():
         J = jacobian_function(lib[f.name()])
         # casadi differentiates the loaded Function through the library's jac_ Function
         assert {(g.name(), g.class_name()) for g in J.find_functions()} >= {("jac_" + f.name(), "External")}
-        ad = casrbd.function(ARM7, name, f_ext=True)   # differentiated by casadi's AD
+        ad = casrbd.function(ARM7, name, f_ext=True)  # differentiated by casadi's AD
         for seed in range(2):
             args = state(ARM7, seed)
             got = evaluate(J, args)[0]
@@ -124,10 +128,12 @@ def test_only_a_custom_jacobian_is_exported():
 
 
 def test_two_models_load_side_by_side_and_link_into_one_program(tmp_path):
-    libs = {robot: codegen.compile_functions(casrbd.function(m, "rnea", f_ext=True), flags=NO_OPT)
-            for robot, m in MODELS.items()}
+    libs = {
+        robot: codegen.compile_functions(casrbd.function(m, "rnea", f_ext=True), flags=NO_OPT)
+        for robot, m in MODELS.items()
+    }
     args = {robot: state(m, 3) for robot, m in MODELS.items()}
-    for robot, lib in libs.items():   # both loaded in this process
+    for robot, lib in libs.items():  # both loaded in this process
         f = casrbd.function(MODELS[robot], "rnea", f_ext=True)
         assert rel_err(evaluate(lib[f.name()], args[robot])[0], evaluate(f, args[robot])[0]) < TOL
     # one C program with both libraries' code: the driver of tests/test_generated_c.py calls each rnea
@@ -135,8 +141,13 @@ def test_two_models_load_side_by_side_and_link_into_one_program(tmp_path):
     for lib in libs.values():
         cmd += ["-include", lib.source.with_suffix(".h"), lib.source]
     functions = [f"{robot}_rnea" for robot in MODELS]
-    cmd += [f"-DFUNCTIONS={', '.join(f'FUN_T({n})' for n in functions)}", ROOT / "tests" / "c" / "driver.c",
-            "-o", tmp_path / "both", "-lm"]
+    cmd += [
+        f"-DFUNCTIONS={', '.join(f'FUN_T({n})' for n in functions)}",
+        ROOT / "tests" / "c" / "driver.c",
+        "-o",
+        tmp_path / "both",
+        "-lm",
+    ]
     subprocess.run([str(c) for c in cmd], check=True)
     inputs = []
     for robot in MODELS:
@@ -153,12 +164,16 @@ def test_two_models_load_side_by_side_and_link_into_one_program(tmp_path):
 def test_second_call_loads_from_the_cache(cache, monkeypatch, capfd):
     f = casrbd.function(ARM7, "rnea")
     monkeypatch.setattr(codegen, "PROGRESS_SECONDS", 0.01)
-    first = codegen.compile_functions(f, verbose=True)   # default flags
+    first = codegen.compile_functions(f, verbose=True)  # default flags
     err = capfd.readouterr().err
     assert first.compile_seconds > 0
     # what it compiles, how, progress while it compiles, and how long it took
-    assert re.search(rf"compiling {f.name()} .* {' '.join(codegen.DEFAULT_FLAGS)} ...\n(casrbd.codegen: \.\.\. \d+ s\n)+"
-                     rf"casrbd.codegen: compiled {f.name()} .* in {first.compile_seconds:.1f} s\n", err), err
+    assert re.search(
+        rf"compiling {f.name()} .* {' '.join(codegen.DEFAULT_FLAGS)} ...\n"
+        rf"(casrbd.codegen: \.\.\. \d+ s\n)+"
+        rf"casrbd.codegen: compiled {f.name()} .* in {first.compile_seconds:.1f} s\n",
+        err,
+    ), err
     start = time.perf_counter()
     second = codegen.compile_functions(f)
     assert second.compile_seconds is None and time.perf_counter() - start < 0.5
@@ -166,12 +181,19 @@ def test_second_call_loads_from_the_cache(cache, monkeypatch, capfd):
     args = state(ARM7, 0)[:3]
     assert rel_err(evaluate(second[f.name()], args)[0], evaluate(f, args)[0]) < TOL
     assert rel_err(evaluate(codegen.compiled(ARM7, "rnea"), args)[0], evaluate(f, args)[0]) < TOL
-    assert len(builds(cache)) == 1   # compiled() found the same build
+    assert len(builds(cache)) == 1  # compiled() found the same build
     # another process finds it too: the key depends on the Function, not on this process
-    script = ("import casrbd; from casrbd import codegen; from casrbd.models import load_robot; "
-              "print(codegen.compile_functions(casrbd.function(load_robot('arm7'), 'rnea')).compile_seconds)")
-    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    script = (
+        "import casrbd; from casrbd import codegen; from casrbd.models import load_robot; "
+        "print(codegen.compile_functions(casrbd.function(load_robot('arm7'), 'rnea')).compile_seconds)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout
     assert out.strip() == "None"
     # other flags, or another library name, are other builds
     other = codegen.compile_functions(f, flags=NO_OPT)
@@ -207,13 +229,13 @@ def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch, cache):
     f = casrbd.function(ARM7, "rnea")
     monkeypatch.delenv("CC", raising=False)
     with monkeypatch.context() as no_path:
-        no_path.setenv("PATH", str(tmp_path))   # an empty directory
+        no_path.setenv("PATH", str(tmp_path))  # an empty directory
         with pytest.raises(codegen.CompilerNotFoundError, match=r"no C compiler found: tried cc, gcc, clang.*install"):
             codegen.compile_functions(f)
     assert builds(cache) == []
     with pytest.raises(codegen.CompilerNotFoundError, match=r"tried compiler=no-such-cc"):
         codegen.compile_functions(f, compiler="no-such-cc")
-    monkeypatch.setenv("CC", "no-such-cc")   # a CC that is set is used, not silently replaced
+    monkeypatch.setenv("CC", "no-such-cc")  # a CC that is set is used, not silently replaced
     with pytest.raises(codegen.CompilerNotFoundError, match=r"tried \$CC=no-such-cc"):
         codegen.find_compiler()
     assert builds(cache) == []
@@ -233,12 +255,35 @@ def named(name):
     return ca.Function(name, [x], [2 * x])
 
 
-@pytest.mark.parametrize("functions, library", [
-    ([named("int")], None), ([named("main")], None), ([named("sin")], None), ([named("class")], None),
-    ([named("casadi_f0")], None), ([named("f"), named("f")], None), ([named("f"), named("f_work")], None),
-    ([named("f")], "1abc"), ([named("f")], "a-b"), ([named("f")], "_Lib"), ([named("lib_casadi_version")], "lib"),
-], ids=["keyword", "main", "math.h", "c++-keyword", "casadi-prefix", "duplicate", "suffix-clash",
-        "library-digit", "library-dash", "library-reserved", "library-symbol-clash"])
+@pytest.mark.parametrize(
+    "functions, library",
+    [
+        ([named("int")], None),
+        ([named("main")], None),
+        ([named("sin")], None),
+        ([named("class")], None),
+        ([named("casadi_f0")], None),
+        ([named("f"), named("f")], None),
+        ([named("f"), named("f_work")], None),
+        ([named("f")], "1abc"),
+        ([named("f")], "a-b"),
+        ([named("f")], "_Lib"),
+        ([named("lib_casadi_version")], "lib"),
+    ],
+    ids=[
+        "keyword",
+        "main",
+        "math.h",
+        "c++-keyword",
+        "casadi-prefix",
+        "duplicate",
+        "suffix-clash",
+        "library-digit",
+        "library-dash",
+        "library-reserved",
+        "library-symbol-clash",
+    ],
+)
 def test_invalid_names_are_refused_before_generation(functions, library, tmp_path, cache):
     with pytest.raises(ValueError, match="cannot be used in generated C code|defined twice"):
         codegen.check_names(functions, library)

@@ -13,24 +13,27 @@ Graph inspection shows the custom Jacobian is what casadi uses (the Jacobian
 graph calls "jac_<name>"), and an Opti problem solved in both modes has the
 same solution.
 """
+
 import casadi as ca
 import numpy as np
 import pytest
+from conftest import get_model, normalized_slices, scale_normalized
 
 import casrbd
-from casrbd.models import ALL_JOINT_TYPES, random_tree
-from conftest import get_model, random_state, rel_err, scale_normalized
+from casrbd.models import CONSTANT_SUBSPACE_TYPES, random_tree
+from casrbd.testing import central_differences, random_state, rel_err
 
 TOL = 1e-10
 N_STATES = 5
-SCALE = 1.3                   # norm of every quaternion and planar (cos, sin) pair
-ROBOTS = ("random", "solo12")  # every joint type (free-flyer root); a free-flyer URDF robot
+SCALE = 1.3  # norm of every quaternion and planar (cos, sin) pair
+ROBOTS = ("random", "solo12")  # every constant-subspace joint type (free-flyer root); a free-flyer URDF robot
 METHODS = ("chain_rule", "idsva")
 PRODUCTS = ("dmm", "aza", "ltdl")
 
 # (function, jacobian options): rnea with each method, aba with each method and product
-VARIANTS = [("rnea", {"method": m}) for m in METHODS] + \
-           [("aba", {"method": m, "minv_product": p}) for m in METHODS for p in PRODUCTS]
+VARIANTS = [("rnea", {"method": m}) for m in METHODS] + [
+    ("aba", {"method": m, "minv_product": p}) for m in METHODS for p in PRODUCTS
+]
 VARIANT_IDS = [f"{f}-{'-'.join(o.values())}" for f, o in VARIANTS]
 
 
@@ -54,7 +57,7 @@ def mx_jacobian(fun):
 
 def inputs(state, with_f_ext):
     q, v, x, F = state
-    return [q, v, x] + ([F.T] if with_f_ext else [])
+    return [q, v, x] + ([F] if with_f_ext else [])
 
 
 def called_function_names(fun):
@@ -71,11 +74,9 @@ def test_configurations_are_not_normalized():
     for name in ROBOTS:
         m = get_model(name)
         q = states(m, 0)[0][0]
-        norms = [np.linalg.norm(q[j.idx_q + j.normalized.start:j.idx_q + j.normalized.stop])
-                 for j in m.joints if j.normalized.stop > j.normalized.start]
+        norms = [np.linalg.norm(q[s]) for _, s in normalized_slices(m)]
         assert norms and np.allclose(norms, SCALE, rtol=1e-14, atol=0)
-    assert {"spherical", "planar", "floating", "continuous", "revolute", "prismatic"} <= \
-        {j.type for j in get_model("random").joints}
+    assert set(CONSTANT_SUBSPACE_TYPES) <= {j.type for j in get_model("random").joints}
 
 
 @pytest.mark.parametrize("with_f_ext", [False, True], ids=["no_f_ext", "f_ext"])
@@ -114,24 +115,21 @@ def test_jacobian_columns_of_each_input(fname, with_f_ext):
     for q, v, x, F in states(m, 37)[:2]:
         A = J(*inputs((q, v, x, F), with_f_ext)).full()
         d_dq, d_dv, d_dx = derivatives(m, q, v, x, F if with_f_ext else None, method="chain_rule")
-        assert rel_err(A[:, m.nq:m.nq + m.nv], d_dv) < TOL
-        assert rel_err(A[:, m.nq + m.nv:m.nq + 2 * m.nv], d_dx) < TOL
+        assert rel_err(A[:, m.nq : m.nq + m.nv], d_dv) < TOL
+        assert rel_err(A[:, m.nq + m.nv : m.nq + 2 * m.nv], d_dx) < TOL
         # moving q along itself on a normalised part (scaling its norm) changes nothing
-        for j in m.joints:
-            s = slice(j.idx_q + j.normalized.start, j.idx_q + j.normalized.stop)
-            if s.stop > s.start:
-                assert np.max(np.abs(A[:, s] @ q[s])) < 1e-10 * max(1, np.abs(A).max())
+        for _, s in normalized_slices(m):
+            assert np.max(np.abs(A[:, s] @ q[s])) < 1e-10 * max(1, np.abs(A).max())
         # the q columns along the tangent: with p(delta) = q (+) delta with its normalised parts
         # scaled back to norm SCALE (integrate returns unit ones), p(0) = q and f(p(delta)) =
         # f(q (+) delta), so d/d(raw q) p'(0) = d/d delta, the tangent derivative d_dq.
         # p'(0) by central differences of casrbd.integrate (independent of casadi's AD)
-        h, E = 1e-7, np.eye(m.nv)
-        dp = np.column_stack([(np.asarray(casrbd.integrate(m, q, h * E[:, k]))
-                               - np.asarray(casrbd.integrate(m, q, -h * E[:, k]))) / (2 * h)
-                              for k in range(m.nv)])
-        for j in m.joints:
-            dp[j.idx_q + j.normalized.start:j.idx_q + j.normalized.stop] *= SCALE
-        assert rel_err(A[:, :m.nq] @ dp, d_dq) < 1e-6
+        (dp,) = central_differences(
+            m, lambda q, d: casrbd.integrate(m, q, d), q, np.zeros(m.nv), h=1e-7, tangent=(), vectors=(1,)
+        )
+        for _, s in normalized_slices(m):
+            dp[s] *= SCALE
+        assert rel_err(A[:, : m.nq] @ dp, d_dq) < 1e-6
         if with_f_ext:
             assert A.shape[1] == m.nq + 2 * m.nv + 6 * m.njoints
 
@@ -145,16 +143,15 @@ def test_custom_jacobian_is_the_functions_jacobian():
         jac = F.jacobian()
         assert jac.name() == f"jac_{F.name()}"
         assert jac.n_out() == 4
-        assert [jac.size_out(i) for i in range(4)] == [(m.nv, m.nq), (m.nv, m.nv), (m.nv, m.nv),
-                                                       (m.nv, 6 * m.njoints)]
+        assert [jac.size_out(i) for i in range(4)] == [(m.nv, m.nq), (m.nv, m.nv), (m.nv, m.nv), (m.nv, 6 * m.njoints)]
 
 
 @pytest.mark.parametrize("fname", ["rnea", "aba"])
 def test_analytical_hessian_equals_ad_hessian(fname):
     """Second derivatives (casadi differentiates the custom Jacobian): the Hessian of
     |f(q, v, x, f_ext)|^2 with respect to all inputs, at non-unit quaternions, on a
-    6-body tree with every joint type."""
-    m = random_tree(6, ALL_JOINT_TYPES, branching=None, seed=59)  # small: the aba Hessian graph is big
+    6-body tree with every constant-subspace joint type."""
+    m = random_tree(6, CONSTANT_SUBSPACE_TYPES, branching=None, seed=59)  # small: the aba Hessian graph is big
     analytical = casrbd.function(m, fname, f_ext=True, jacobian="analytical", method="idsva")
     default = casrbd.function(m, fname, f_ext=True)
     hessians = []
@@ -199,9 +196,13 @@ def test_mx_symbolic_analytical_function():
 
 # ---------------------------------------------------------------- in an optimisation problem
 
+
 def _solve(opti, x):
-    opti.solver("ipopt", {"print_time": False},
-                {"print_level": 0, "tol": 1e-12, "acceptable_tol": 1e-12, "max_iter": 200, "sb": "yes"})
+    opti.solver(
+        "ipopt",
+        {"print_time": False},
+        {"print_level": 0, "tol": 1e-12, "acceptable_tol": 1e-12, "max_iter": 200, "sb": "yes"},
+    )
     sol = opti.solve()
     stats = opti.stats()
     assert stats["success"], stats["return_status"]
@@ -211,8 +212,7 @@ def _solve(opti, x):
 def inverse_dynamics_trajectory(jacobian):
     """ur5: a 3-step trajectory from rest at q_start to q_goal minimising the squared torques."""
     m = get_model("ur5")
-    F = casrbd.function(m, "rnea", jacobian=jacobian,
-                        **({"method": "idsva"} if jacobian == "analytical" else {}))
+    F = casrbd.function(m, "rnea", jacobian=jacobian, **({"method": "idsva"} if jacobian == "analytical" else {}))
     dt, N = 0.2, 3
     q_start = np.array([0.1, -0.8, 1.2, -0.3, 0.5, 0.2])
     q_goal = np.array([0.4, -0.6, 1.0, 0.1, 0.3, -0.2])
@@ -234,14 +234,19 @@ def forward_dynamics_with_forces(jacobian):
     """arm7 with external forces: the smallest torques and configuration change reaching a
     wanted acceleration, aba(q, v, tau, f_ext) = a_ref as a constraint."""
     m = get_model("arm7")
-    F = casrbd.function(m, "aba", f_ext=True, jacobian=jacobian,
-                        **({"method": "chain_rule", "minv_product": "aza"} if jacobian == "analytical" else {}))
+    F = casrbd.function(
+        m,
+        "aba",
+        f_ext=True,
+        jacobian=jacobian,
+        **({"method": "chain_rule", "minv_product": "aza"} if jacobian == "analytical" else {}),
+    )
     q_ref, v, a_ref, f_ext = random_state(m, np.random.default_rng(53))
     opti = ca.Opti()
     q, tau = opti.variable(m.nq), opti.variable(m.nv)
     opti.set_initial(q, q_ref)
     opti.minimize(ca.sumsqr(tau) + 100 * ca.sumsqr(q - q_ref))
-    opti.subject_to(F(q, v, tau, 0.1 * f_ext.T) == a_ref)
+    opti.subject_to(F(q, v, tau, 0.1 * f_ext) == a_ref)
     return _solve(opti, ca.vertcat(q, tau))
 
 
@@ -262,6 +267,7 @@ def test_opti_gives_the_same_solution_in_both_modes(problem):
 
 # ---------------------------------------------------------------- options
 
+
 def test_unknown_jacobian_option_raises_listing_valid_ones():
     m = get_model("arm7")
     with pytest.raises(ValueError, match="exact") as info:
@@ -269,8 +275,9 @@ def test_unknown_jacobian_option_raises_listing_valid_ones():
     assert "'ad'" in str(info.value) and "'analytical'" in str(info.value)
 
 
-@pytest.mark.parametrize("fname", ["crba", "minverse", "nonlinear_effects", "rnea_derivatives",
-                                   "aba_derivatives", "frame_jacobian"])
+@pytest.mark.parametrize(
+    "fname", ["crba", "minverse", "nonlinear_effects", "rnea_derivatives", "aba_derivatives", "frame_jacobian"]
+)
 def test_analytical_jacobian_only_for_rnea_and_aba(fname):
     m = get_model("arm7")
     options = {"frame": 0} if fname == "frame_jacobian" else {}

@@ -6,34 +6,35 @@ three references that do not share its code:
 
 - method="ad": casadi's automatic differentiation of the rnea / aba graphs
   (to 1e-10);
-- Pinocchio's computeRNEADerivatives / computeABADerivatives (to 1e-9);
-- central finite differences on the configuration manifold (to their own
-  accuracy, 1e-5).
+- Pinocchio's computeRNEADerivatives / computeABADerivatives (to 1e-9;
+  skipped without Pinocchio);
+- central finite differences on the configuration manifold
+  (``casrbd.testing.central_differences``, to their own accuracy, 1e-5).
 
 Then identities: da/du = -M^-1 dtau/du at a = aba(q, v, tau), dtau/da = crba,
 da/dtau = minverse, minv_product "aza" = "ltdl" = "dmm"; SX and MX Functions of the
-derivatives agree; and the rounding experiment of seed 003 section V-B.
+derivatives agree; and the rounding experiment of Carpentier & Mansard (RSS 2018),
+section V-B.
 
 Errors are relative: max |x - y| / max(1, max |y|) with y the reference.
-Robots: the three synthetic trees of conftest.py (every joint type, as a chain,
-a binary tree and a random tree with a free-flyer root), arm7 and the
-example-robot-data robots (panda, ur5, both double pendulums, solo12, hyq,
+Robots: the three synthetic trees of conftest.py (every joint type with a constant
+motion subspace, as a chain, a binary tree and a random tree with a free-flyer root),
+arm7 and the example-robot-data robots (panda, ur5, both double pendulums, solo12, hyq,
 talos_reduced); all of them with the full 50 states.
 """
+
 import casadi as ca
 import numpy as np
 import pytest
+from conftest import ALL_ROBOTS, get_model, normalized_slices, scale_normalized
 
 import casrbd
-from conftest import ALL_ROBOTS, fresh_model, get_model, random_state, rel_err, scale_normalized
-
-pin = pytest.importorskip("pinocchio")
-from oracle import Oracle, symmetrize_upper  # noqa: E402  (needs pinocchio)
+from casrbd.testing import central_differences, random_state, rel_err
 
 N_STATES = 50
-AD_TOL = 1e-10       # analytical vs casadi AD
-PIN_TOL = 1e-9       # vs Pinocchio
-FD_TOL = 1e-5        # vs central finite differences (h = 1e-6)
+AD_TOL = 1e-10  # analytical vs casadi AD
+PIN_TOL = 1e-9  # vs Pinocchio
+FD_TOL = 1e-5  # vs central finite differences (h = 1e-6)
 IDENTITY_TOL = 1e-10
 FD_STEP = 1e-6
 METHODS = ("chain_rule", "idsva")
@@ -43,37 +44,47 @@ WITH_F_EXT = pytest.mark.parametrize("with_f_ext", [False, True], ids=["no_f_ext
 
 
 class Case:
-    """A robot, its Pinocchio oracle and 50 random states with Pinocchio's derivatives at each."""
+    """A robot and 50 random states; Pinocchio's derivatives and finite differences at each, on demand."""
 
     def __init__(self, name):
         self.name = name
         self.model = get_model(name)
-        self.oracle = Oracle.from_robot(name, self.model)
         rng = np.random.default_rng(sum(map(ord, name)) + 1000)
         self.states = [random_state(self.model, rng) for _ in range(N_STATES)]
         self._pin = {}
+        self._fd = {}
+        self._oracle = None
 
     def forces(self, F, with_f_ext):
         return F if with_f_ext else None
 
-    def pin_derivatives(self, dynamics, k, with_f_ext):
+    def pin_derivatives(self, pin, dynamics, k, with_f_ext):
         """Pinocchio's derivatives of "rnea" (dtau_dq, dtau_dv, M) or "aba" (da_dq, da_dv, Minv)
         at state k, in casrbd's order."""
         key = (dynamics, k, with_f_ext)
         if key not in self._pin:
-            o = self.oracle
+            if self._oracle is None:
+                from oracle import Oracle
+
+                self._oracle = Oracle.from_robot(self.name, self.model)
+            o = self._oracle
             q, v, x, F = self.states[k]
             args = (o.pmodel, o.data, o.q(q), o.v(v), o.v(x)) + ((o.f_ext(F),) if with_f_ext else ())
             compute = pin.computeRNEADerivatives if dynamics == "rnea" else pin.computeABADerivatives
             dq, dv, dx = (np.array(x) for x in compute(*args))
-            self._pin[key] = (o.from_vv(dq), o.from_vv(dv), o.from_vv(symmetrize_upper(dx)))
+            self._pin[key] = (o.from_vv(dq), o.from_vv(dv), o.from_upper(dx))
         return self._pin[key]
 
-    def pin_rnea_derivatives(self, k, with_f_ext):
-        return self.pin_derivatives("rnea", k, with_f_ext)
-
-    def pin_aba_derivatives(self, k, with_f_ext):
-        return self.pin_derivatives("aba", k, with_f_ext)
+    def finite_differences(self, dynamics, k, with_f_ext):
+        """Central differences (d/dq along q (+) h e_j, d/dv) of "rnea" or "aba" at state k, through
+        the cached Function (whatever the method, the same numbers)."""
+        key = (dynamics, k, with_f_ext)
+        if key not in self._fd:
+            q, v, x, F = self.states[k]
+            fun = casrbd.function(self.model, dynamics, f_ext=with_f_ext)
+            extra = (F,) if with_f_ext else ()
+            self._fd[key] = central_differences(self.model, fun, q, v, x, *extra, h=FD_STEP, vectors=(1,))
+        return self._fd[key]
 
 
 @pytest.fixture(scope="module", params=ALL_ROBOTS)
@@ -98,6 +109,7 @@ NAMES_FD = ("da_dq", "da_dv", "da_dtau")
 
 # ---------------------------------------------------------------- rnea_derivatives
 
+
 @WITH_F_EXT
 @pytest.mark.parametrize("method", METHODS)
 def test_rnea_derivatives_agree_with_ad(case, method, with_f_ext):
@@ -116,18 +128,19 @@ def test_rnea_derivatives_agree_with_ad(case, method, with_f_ext):
 
 @WITH_F_EXT
 @pytest.mark.parametrize("method", ALL_METHODS)
-def test_rnea_derivatives_match_pinocchio(case, method, with_f_ext):
+def test_rnea_derivatives_match_pinocchio(case, method, with_f_ext, pin):
     m = case.model
     errors = {n: [] for n in NAMES_ID}
     for k, (q, v, a, F) in enumerate(case.states):
         got = casrbd.rnea_derivatives(m, q, v, a, case.forces(F, with_f_ext), method=method)
-        for n, x, y in zip(NAMES_ID, got, case.pin_rnea_derivatives(k, with_f_ext)):
+        for n, x, y in zip(NAMES_ID, got, case.pin_derivatives(pin, "rnea", k, with_f_ext)):
             errors[n].append(rel_err(x, y))
     for n, errs in errors.items():
         assert_below(errs, PIN_TOL, f"{case.name} {method} {n} vs Pinocchio")
 
 
 # ---------------------------------------------------------------- aba_derivatives
+
 
 @WITH_F_EXT
 @pytest.mark.parametrize("minv_product", PRODUCTS)
@@ -147,15 +160,13 @@ def test_aba_derivatives_agree_with_ad(case, method, minv_product, with_f_ext):
 
 
 @WITH_F_EXT
-@pytest.mark.parametrize("method, minv_product",
-                         [(mt, p) for mt in METHODS for p in PRODUCTS] + [("ad", "dmm")])
-def test_aba_derivatives_match_pinocchio(case, method, minv_product, with_f_ext):
+@pytest.mark.parametrize("method, minv_product", [(mt, p) for mt in METHODS for p in PRODUCTS] + [("ad", "dmm")])
+def test_aba_derivatives_match_pinocchio(case, method, minv_product, with_f_ext, pin):
     m = case.model
     errors = {n: [] for n in NAMES_FD}
     for k, (q, v, tau, F) in enumerate(case.states):
-        got = casrbd.aba_derivatives(m, q, v, tau, case.forces(F, with_f_ext), method=method,
-                                     minv_product=minv_product)
-        for n, x, y in zip(NAMES_FD, got, case.pin_aba_derivatives(k, with_f_ext)):
+        got = casrbd.aba_derivatives(m, q, v, tau, case.forces(F, with_f_ext), method=method, minv_product=minv_product)
+        for n, x, y in zip(NAMES_FD, got, case.pin_derivatives(pin, "aba", k, with_f_ext)):
             errors[n].append(rel_err(x, y))
     for n, errs in errors.items():
         assert_below(errs, PIN_TOL, f"{case.name} {method}/{minv_product} {n} vs Pinocchio")
@@ -163,40 +174,28 @@ def test_aba_derivatives_match_pinocchio(case, method, minv_product, with_f_ext)
 
 # ---------------------------------------------------------------- finite differences
 
-def _mapped(model, name, n, with_f_ext=False):
-    """The cached numeric Function of ``name`` mapped over n columns (shared inputs are broadcast)."""
-    return casrbd.function(model, name, f_ext=with_f_ext).map(n)
 
-
-def central_differences(model, name, q, v, x, F):
-    """Central differences of name(q, v, x, F) (rnea or aba): d/dq along q (+) (+-h e_k), and d/dv.
-
-    All 4 nv perturbed evaluations go through one mapped call of the cached Function."""
-    nv, h = model.nv, FD_STEP
-    E = h * np.eye(nv)
-    steps = np.hstack([E, -E])
-    q_steps = _mapped(model, "integrate", 2 * nv)(q, steps).full()
-    Q = np.hstack([q_steps, np.tile(q[:, None], (1, 2 * nv))])
-    V = np.hstack([np.tile(v[:, None], (1, 2 * nv)), v[:, None] + steps])
-    extra = [] if F is None else [F.T]
-    out = _mapped(model, name, 4 * nv, F is not None)(Q, V, x, *extra).full()
-    d_dq = (out[:, :nv] - out[:, nv:2 * nv]) / (2 * h)
-    d_dv = (out[:, 2 * nv:3 * nv] - out[:, 3 * nv:]) / (2 * h)
-    return d_dq, d_dv
-
-
-def test_central_differences_helper_steps_on_the_manifold():
-    """The helper's q steps are q (+) (+-h e_k): a unit quaternion stays unit and moves by h."""
+def test_central_differences_step_on_the_manifold():
+    """casrbd.testing.central_differences steps q along q (+) (+-h e_k): the differences of
+    difference(q0, .) at q0 are the identity, those of a linear function of a vector its matrix,
+    and every q it evaluates at keeps unit quaternions and (cos, sin) pairs."""
     m = get_model("random")
-    q = np.asarray(casrbd.random_configuration(m, 3))
-    E = FD_STEP * np.eye(m.nv)
-    Q = _mapped(m, "integrate", m.nv)(q, E).full()
-    for k in range(m.nv):
-        assert rel_err(casrbd.difference(m, q, Q[:, k]), E[:, k]) < 1e-15
-        for i, joint in enumerate(m.joints):
-            part = Q[m.q_slice(i), k][joint.normalized]
-            if part.size:
-                assert abs(np.linalg.norm(part) - 1) < 1e-14
+    rng = np.random.default_rng(3)
+    q0 = np.asarray(casrbd.random_configuration(m, rng))
+    A = rng.normal(size=(m.nv, 4))
+    seen = []
+
+    def fun(q, x):
+        seen.append(q)
+        return casrbd.difference(m, q0, q) + A @ x
+
+    d_dq, d_dx = central_differences(m, fun, q0, rng.normal(size=4), h=FD_STEP, vectors=(1,))
+    assert rel_err(d_dq, np.eye(m.nv)) < 1e-8
+    assert rel_err(d_dx, A) < 1e-8
+    assert len(seen) == 2 * (m.nv + 4)
+    for q in seen:
+        for _, s in normalized_slices(m):
+            assert abs(np.linalg.norm(q[s]) - 1) < 1e-14
 
 
 @WITH_F_EXT
@@ -206,10 +205,9 @@ def test_derivatives_match_finite_differences(case, method, with_f_ext, dynamics
     m = case.model
     derivatives = getattr(casrbd, f"{dynamics}_derivatives")
     errs_q, errs_v = [], []
-    for q, v, x, F in case.states:
-        F = case.forces(F, with_f_ext)
-        dq, dv, _ = derivatives(m, q, v, x, F, method=method)
-        fd_q, fd_v = central_differences(m, dynamics, q, v, x, F)
+    for k, (q, v, x, F) in enumerate(case.states):
+        dq, dv, _ = derivatives(m, q, v, x, case.forces(F, with_f_ext), method=method)
+        fd_q, fd_v = case.finite_differences(dynamics, k, with_f_ext)
         errs_q.append(rel_err(fd_q, dq))
         errs_v.append(rel_err(fd_v, dv))
     assert_below(errs_q, FD_TOL, f"{case.name} {method} {dynamics} d/dq vs finite differences")
@@ -217,6 +215,7 @@ def test_derivatives_match_finite_differences(case, method, with_f_ext, dynamics
 
 
 # ---------------------------------------------------------------- identities
+
 
 @WITH_F_EXT
 @pytest.mark.parametrize("method", ALL_METHODS)
@@ -276,11 +275,15 @@ def test_derivatives_do_not_depend_on_the_norm_of_quaternions():
         q2 = scale_normalized(m, q, 1.3)
         assert np.max(np.abs(q2 - q)) > 0.05
         for method in METHODS:
-            for x, y in zip(casrbd.rnea_derivatives(m, q2, v, a, F, method=method),
-                            casrbd.rnea_derivatives(m, q, v, a, F, method=method)):
+            for x, y in zip(
+                casrbd.rnea_derivatives(m, q2, v, a, F, method=method),
+                casrbd.rnea_derivatives(m, q, v, a, F, method=method),
+            ):
                 assert rel_err(x, y) < IDENTITY_TOL
-            for x, y in zip(casrbd.aba_derivatives(m, q2, v, a, F, method=method),
-                            casrbd.aba_derivatives(m, q, v, a, F, method=method)):
+            for x, y in zip(
+                casrbd.aba_derivatives(m, q2, v, a, F, method=method),
+                casrbd.aba_derivatives(m, q, v, a, F, method=method),
+            ):
                 assert rel_err(x, y) < IDENTITY_TOL
 
 
@@ -290,9 +293,11 @@ SX_MX_ROBOTS = ("random", "binary", "solo12", "ur5")
 
 
 @pytest.mark.parametrize("name", SX_MX_ROBOTS)
-@pytest.mark.parametrize("algorithm, options", [
-    ("rnea_derivatives", {"method": mt}) for mt in METHODS] + [
-    ("aba_derivatives", {"method": mt, "minv_product": p}) for mt in METHODS for p in PRODUCTS])
+@pytest.mark.parametrize(
+    "algorithm, options",
+    [("rnea_derivatives", {"method": mt}) for mt in METHODS]
+    + [("aba_derivatives", {"method": mt, "minv_product": p}) for mt in METHODS for p in PRODUCTS],
+)
 @WITH_F_EXT
 def test_sx_and_mx_functions_agree(name, algorithm, options, with_f_ext):
     """The analytical methods; method="ad" in MX: test_ad_reference_in_mx_is_finite."""
@@ -305,7 +310,7 @@ def test_sx_and_mx_functions_agree(name, algorithm, options, with_f_ext):
     rng = np.random.default_rng(17)
     for _ in range(5):
         q, v, x, F = random_state(m, rng)
-        args = [q, v, x] + ([F.T] if with_f_ext else [])
+        args = [q, v, x] + ([F] if with_f_ext else [])
         via_numpy = getattr(casrbd, algorithm)(m, q, v, x, F if with_f_ext else None, **options)
         for a, b, c in zip(sx(*args), mx(*args), via_numpy):
             assert rel_err(b.full(), a.full()) < 1e-12
@@ -330,7 +335,7 @@ def test_symbolic_inputs_give_expressions_of_the_same_type(sym):
     m = get_model("random")
     q, v, a, F = random_state(m, np.random.default_rng(2))
     Q, V, A = sym.sym("q", m.nq), sym.sym("v", m.nv), sym.sym("a", m.nv)
-    Fs = sym.sym("f", m.njoints, 6)
+    Fs = sym.sym("f", 6, m.njoints)
     # method="ad" in MX: test_ad_reference_in_mx_is_finite
     for method in ALL_METHODS if sym is ca.SX else METHODS:
         for name in ("rnea_derivatives", "aba_derivatives"):
@@ -342,6 +347,7 @@ def test_symbolic_inputs_give_expressions_of_the_same_type(sym):
 
 
 # ---------------------------------------------------------------- the AD reference in MX graphs
+
 
 @pytest.mark.parametrize("algorithm", ["rnea_derivatives", "aba_derivatives"])
 def test_ad_reference_in_mx_is_finite(algorithm):
@@ -373,6 +379,7 @@ def test_integrate_jacobian_at_zero_step_is_finite(joint_type):
     t = 0 times d|w|^2/dw = 0 gave NaN in its row, which the quaternion product spread
     over all four quaternion entries."""
     from casrbd.models import random_tree
+
     m = random_tree(1, (joint_type,), seed=0)
     for sym in (ca.SX, ca.MX):
         q, d = sym.sym("q", m.nq), sym.sym("d", m.nv)
@@ -385,7 +392,8 @@ def test_integrate_jacobian_at_zero_step_is_finite(joint_type):
         assert rel_err(T @ Jv, np.eye(m.nv)) < 1e-12
 
 
-# ---------------------------------------------------------------- seed 003 section V-B (Fig. 3)
+# ------------------------------------------------ Carpentier & Mansard (RSS 2018), section V-B (Fig. 3)
+
 
 @pytest.mark.parametrize("name", ["panda", "random"])
 def test_rounding_zero_velocity_derivatives_are_exactly_zero(name):
@@ -396,8 +404,7 @@ def test_rounding_zero_velocity_derivatives_are_exactly_zero(name):
     rnea(q, -v, a) == rnea(q, v, a) bit for bit (negation is exact and every
     intermediate is even or odd in v); so the finite differences shown here are
     one-sided, as a forward-difference Jacobian (e.g. a solver's) would be."""
-    m = fresh_model(name)  # a fresh model: changing gravity drops its cached Functions
-    m.gravity = [0.0, 0.0, 0.0]
+    m = get_model(name).with_gravity([0.0, 0.0, 0.0])
     rng = np.random.default_rng(23)
     zero = np.zeros(m.nv)
     h = FD_STEP
@@ -426,13 +433,16 @@ def test_rounding_zero_velocity_derivatives_are_exactly_zero(name):
 
 # ---------------------------------------------------------------- options
 
+
 def test_unknown_method_raises_listing_valid_methods():
     m = get_model("arm7")
     q, v, a, _ = random_state(m, np.random.default_rng(0))
-    for call in (lambda: casrbd.rnea_derivatives(m, q, v, a, method="pinocchio"),
-                 lambda: casrbd.aba_derivatives(m, q, v, a, method="pinocchio"),
-                 lambda: casrbd.function(m, "rnea_derivatives", method="pinocchio"),
-                 lambda: casrbd.function(m, "aba_derivatives", method="pinocchio")):
+    for call in (
+        lambda: casrbd.rnea_derivatives(m, q, v, a, method="pinocchio"),
+        lambda: casrbd.aba_derivatives(m, q, v, a, method="pinocchio"),
+        lambda: casrbd.function(m, "rnea_derivatives", method="pinocchio"),
+        lambda: casrbd.function(m, "aba_derivatives", method="pinocchio"),
+    ):
         with pytest.raises(ValueError, match="pinocchio") as info:
             call()
         for valid in ALL_METHODS:
@@ -442,8 +452,10 @@ def test_unknown_method_raises_listing_valid_methods():
 def test_unknown_minv_product_raises_listing_valid_products():
     m = get_model("arm7")
     q, v, a, _ = random_state(m, np.random.default_rng(0))
-    for call in (lambda: casrbd.aba_derivatives(m, q, v, a, minv_product="lu"),
-                 lambda: casrbd.function(m, "aba_derivatives", minv_product="lu")):
+    for call in (
+        lambda: casrbd.aba_derivatives(m, q, v, a, minv_product="lu"),
+        lambda: casrbd.function(m, "aba_derivatives", minv_product="lu"),
+    ):
         with pytest.raises(ValueError, match="lu") as info:
             call()
         for valid in PRODUCTS:
@@ -462,5 +474,6 @@ def test_default_method_is_idsva_and_product_ltdl():
     for x, y in zip(casrbd.rnea_derivatives(m, q, v, a, F), casrbd.rnea_derivatives(m, q, v, a, F, method="idsva")):
         assert np.array_equal(x, y)
     assert casrbd.function(m, "rnea_derivatives") is casrbd.function(m, "rnea_derivatives", method="idsva")
-    assert casrbd.function(m, "aba_derivatives") is casrbd.function(m, "aba_derivatives", method="idsva",
-                                                                      minv_product="ltdl")
+    assert casrbd.function(m, "aba_derivatives") is casrbd.function(
+        m, "aba_derivatives", method="idsva", minv_product="ltdl"
+    )

@@ -1,7 +1,7 @@
 """Safety of the generated C code, checked from C.
 
 The C of rnea, aba and aba_derivatives (with external forces) of arm7 and of
-a random tree with every joint type is
+a random tree with every constant-subspace joint type is
 
 - compiled by gcc at -O1 (where its flow analysis runs) with
   ``-Wall -Wextra -Wno-unused-parameter -Werror``;
@@ -17,6 +17,7 @@ a random tree with every joint type is
 Also the standalone C example of ``examples/standalone_c`` is built with the
 gcc command of its README and run.
 """
+
 import functools
 import os
 import runpy
@@ -31,8 +32,8 @@ import pytest
 
 import casrbd
 from casrbd import codegen
-from casrbd.models import ALL_JOINT_TYPES, load_robot, random_tree
-from conftest import random_state, rel_err
+from casrbd.models import CONSTANT_SUBSPACE_TYPES, load_robot, random_tree
+from casrbd.testing import random_state, rel_err
 
 ROOT = Path(__file__).resolve().parents[1]
 C_DIR = ROOT / "tests" / "c"
@@ -48,11 +49,11 @@ SANITIZED = [case for case in CASES if case != ("tree", "aba_derivatives")]
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model(robot):
     if robot == "arm7":
         return load_robot("arm7")
-    return random_tree(8, joint_types=ALL_JOINT_TYPES, branching=None, seed=5, name="tree")
+    return random_tree(8, joint_types=CONSTANT_SUBSPACE_TYPES, branching=None, seed=5, name="tree")
 
 
 def function(case):
@@ -67,29 +68,44 @@ def run(cmd, **kwargs):
     return proc
 
 
+def once(method):
+    """method(self, case) computed once per case and kept by the instance (functools.cache on a
+    method would keep every instance alive)."""
+
+    @functools.wraps(method)
+    def cached(self, case):
+        key = (method.__name__, case)
+        if key not in self.made:
+            self.made[key] = method(self, case)
+        return self.made[key]
+
+    return cached
+
+
 class Build:
     """Generated C, objects and inputs of each case in one directory, made once per module."""
 
     def __init__(self, root):
         self.root = root
+        self.made = {}
 
-    @functools.lru_cache(maxsize=None)
+    @once
     def source(self, case):
         f = function(case)
         return codegen.generate([f], self.root / f.name(), f.name())[0]
 
-    @functools.lru_cache(maxsize=None)
+    @once
     def object(self, case):
         """The C compiled with warnings as errors (at -O1, where gcc's flow analysis runs)."""
         source = self.source(case)
         run(["gcc", *WARNINGS, "-O1", "-g", "-c", source, "-o", source.with_suffix(".o")])
         return source.with_suffix(".o")
 
-    @functools.lru_cache(maxsize=None)
+    @once
     def inputs(self, case):
         """(input file, the inputs) of a random state."""
         q, v, x, F = random_state(model(case[0]), np.random.default_rng(7))
-        values = [ca.DM(q), ca.DM(v), ca.DM(x), ca.DM(F.T)]
+        values = [ca.DM(q), ca.DM(v), ca.DM(x), ca.DM(F)]
         path = self.root / f"{function(case).name()}.in"
         np.concatenate([np.array(d.nonzeros()) for d in values]).astype("<f8").tofile(path)
         return path, values
@@ -165,16 +181,27 @@ def threads_flags(case, build):
 
 def test_eight_threads_get_bit_identical_results(build):
     exe = build.root / "threads"
-    run(["gcc", "-O1", "-g", *threads_flags(THREADED, build), build.object(THREADED), "-o", exe,
-         "-pthread", "-lm"])
+    run(["gcc", "-O1", "-g", *threads_flags(THREADED, build), build.object(THREADED), "-o", exe, "-pthread", "-lm"])
     proc = run([exe, build.inputs(THREADED)[0]])
     assert proc.stdout.split() == ["calls", "25600", "mismatches", "0"]
 
 
 def test_eight_threads_are_race_free_under_thread_sanitizer(build):
     exe = build.root / "threads_tsan"
-    run(["gcc", "-O1", "-g", "-fsanitize=thread", *threads_flags(THREADED, build), build.source(THREADED),
-         "-o", exe, "-pthread", "-lm"])
+    run(
+        [
+            "gcc",
+            "-O1",
+            "-g",
+            "-fsanitize=thread",
+            *threads_flags(THREADED, build),
+            build.source(THREADED),
+            "-o",
+            exe,
+            "-pthread",
+            "-lm",
+        ]
+    )
     # halt_on_error: a race exits nonzero at once
     proc = run([exe, build.inputs(THREADED)[0]], env={**os.environ, "TSAN_OPTIONS": "halt_on_error=1"})
     assert proc.stdout.split() == ["calls", "25600", "mismatches", "0"] and "ThreadSanitizer" not in proc.stderr

@@ -1,12 +1,15 @@
 """Identities the dynamics must satisfy, with no reference implementation needed."""
+
 import casadi as ca
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from conftest import ALL_ROBOTS, get_model, scale_normalized
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import casrbd
 from casrbd.models import ALL_JOINT_TYPES, random_tree
-from conftest import ALL_ROBOTS, get_model, random_state, rel_err, scale_normalized
+from casrbd.testing import random_state, rel_err
 
 N_STATES = 10
 TOL = 1e-10
@@ -38,9 +41,15 @@ def body_frames(model):
     """For each joint, the index of a frame attached to it with identity placement."""
     out = []
     for i in range(model.njoints):
-        out.append(next(k for k, f in enumerate(model.frames)
-                        if f.joint == i and np.array_equal(f.placement.R, np.eye(3))
-                        and np.array_equal(f.placement.p, np.zeros(3))))
+        out.append(
+            next(
+                k
+                for k, f in enumerate(model.frames)
+                if f.joint == i
+                and np.array_equal(f.placement.R, np.eye(3))
+                and np.array_equal(f.placement.p, np.zeros(3))
+            )
+        )
     return out
 
 
@@ -85,7 +94,7 @@ def test_external_forces_act_through_local_jacobians(case):
     frames = body_frames(m)
     for q, v, a, F in case.states:
         expected = casrbd.rnea(m, q, v, a)
-        for f, k in zip(F, frames):
+        for f, k in zip(F.T, frames):
             expected = expected - casrbd.frame_jacobian(m, q, k, "local").T @ f
         assert rel_err(casrbd.rnea(m, q, v, a, F), expected) < TOL
 
@@ -104,9 +113,13 @@ def _quaternion_product(a, b):
 
 def _rotation(quat):
     x, y, z, w = ca.vertsplit(quat)
-    return ca.blockcat([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return ca.blockcat(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def first_order_retraction(model, q, v):
@@ -119,12 +132,15 @@ def first_order_retraction(model, q, v):
         if joint.type == "spherical":
             parts.append(_quaternion_product(qi, ca.vertcat(vi / 2, 1)))
         elif joint.type == "floating":
-            parts += [qi[:3] + ca.mtimes(_rotation(qi[3:]), vi[:3]),
-                      _quaternion_product(qi[3:], ca.vertcat(vi[3:] / 2, 1))]
+            parts += [
+                qi[:3] + ca.mtimes(_rotation(qi[3:]), vi[:3]),
+                _quaternion_product(qi[3:], ca.vertcat(vi[3:] / 2, 1)),
+            ]
         elif joint.type == "planar":
             c, s = qi[2], qi[3]
-            parts.append(ca.vertcat(qi[0] + c * vi[0] - s * vi[1], qi[1] + s * vi[0] + c * vi[1],
-                                    c - s * vi[2], s + c * vi[2]))
+            parts.append(
+                ca.vertcat(qi[0] + c * vi[0] - s * vi[1], qi[1] + s * vi[0] + c * vi[1], c - s * vi[2], s + c * vi[2])
+            )
         else:
             parts.append(qi + vi)
     return ca.vertcat(*parts)
@@ -134,8 +150,7 @@ def potential_energy_gradient(model):
     """Function q -> dU/dv of U(q (+) v) at v = 0, U = -g . (sum of m_i * world com_i)."""
     q, v = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv)
     oMi = casrbd.forward_kinematics(model, first_order_retraction(model, q, v))
-    first_moment = sum(M[:3, 3] * j.inertia.mass + ca.mtimes(M[:3, :3], j.inertia.h.reshape(3, 1))
-                       for M, j in zip(oMi, model.joints))
+    first_moment = sum(M[:3, 3] * Y.mass + ca.mtimes(M[:3, :3], Y.h.reshape(3, 1)) for M, Y in zip(oMi, model.inertias))
     U = -ca.dot(ca.DM(model.gravity), first_moment)
     return ca.Function("dU", [q, v], [ca.jacobian(U, v).T])
 
@@ -152,9 +167,9 @@ def test_kinetic_energy_sums_over_bodies(case):
     frames = body_frames(m)
     for q, v, *_ in case.states:
         body_energies = 0.0
-        for joint, k in zip(m.joints, frames):
+        for Y, k in zip(m.inertias, frames):
             vi = casrbd.frame_jacobian(m, q, k, "local") @ v
-            body_energies += 0.5 * vi @ spatial_inertia(joint.inertia) @ vi
+            body_energies += 0.5 * vi @ spatial_inertia(Y) @ vi
         assert rel_err(0.5 * v @ casrbd.crba(m, q) @ v, body_energies) < TOL
 
 
@@ -172,8 +187,12 @@ def test_normalization_invariance(case):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n_bodies=st.integers(2, 7), branching=st.sampled_from([1, 2, 3, None]), seed=st.integers(0, 2**16),
-       shift=st.integers(0, len(ALL_JOINT_TYPES) - 1))
+@given(
+    n_bodies=st.integers(2, 7),
+    branching=st.sampled_from([1, 2, 3, None]),
+    seed=st.integers(0, 2**16),
+    shift=st.integers(0, len(ALL_JOINT_TYPES) - 1),
+)
 def test_random_trees_aba_rnea_crba_consistent(n_bodies, branching, seed, shift):
     """Trees of any shape; from 2 bodies on (1-dof outputs: test_backends.py's shape tests)."""
     types = ALL_JOINT_TYPES[shift:] + ALL_JOINT_TYPES[:shift]

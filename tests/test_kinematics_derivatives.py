@@ -6,21 +6,21 @@ gravity), in the frame's local axes, d/dq on the tangent space. References:
 
 - Pinocchio: computeForwardKinematicsDerivatives(q, v, a) then
   getFrameVelocityDerivatives / getFrameAccelerationDerivatives in pin.LOCAL
-  (Pinocchio's data.a excludes gravity too), for every frame;
+  (Pinocchio's data.a excludes gravity too), for every frame (skipped without
+  Pinocchio);
 - casadi AD of the velocity written as J(q) v with J = casrbd.frame_jacobian
   (local), and of the acceleration J(q) a + (d/dt J) v, along a first-order
   retraction q (+) delta written here (not casrbd.integrate);
 - da/da = dv/dv = J(q) and the velocity derivatives repeated in the acceleration.
 """
+
 import casadi as ca
 import numpy as np
 import pytest
+from conftest import get_model
 
 import casrbd
-from conftest import get_model, random_state, rel_err
-
-pin = pytest.importorskip("pinocchio")
-from oracle import Oracle  # noqa: E402  (needs pinocchio)
+from casrbd.testing import random_state, rel_err
 
 TOL = 1e-10
 N_STATES = 10
@@ -32,7 +32,6 @@ class Case:
     def __init__(self, name):
         self.name = name
         self.model = get_model(name)
-        self.oracle = Oracle.from_robot(name, self.model)
         rng = np.random.default_rng(sum(map(ord, name)) + 2000)
         self.states = [random_state(self.model, rng)[:3] for _ in range(N_STATES)]
 
@@ -42,17 +41,24 @@ def case(request):
     return Case(request.param)
 
 
-def test_match_pinocchio_local(case):
-    m, o = case.model, case.oracle
+@pytest.fixture(scope="module")
+def oracle(case, pin):
+    """Pinocchio's model of the case's robot."""
+    from oracle import Oracle
+
+    return Oracle.from_robot(case.name, case.model)
+
+
+def test_match_pinocchio_local(case, oracle, pin):
+    m, o = case.model, oracle
     pm, pd = o.pmodel, o.data
-    worst = {n: (0.0, None) for n in OUTPUTS}
+    worst = dict.fromkeys(OUTPUTS, (0.0, None))
     for k, (q, v, a) in enumerate(case.states):
         pin.computeForwardKinematicsDerivatives(pm, pd, o.q(q), o.v(v), o.v(a))
         for i, fid in enumerate(o.frame_ids):
             got = casrbd.kinematics_derivatives(m, q, v, a, i)
             v_dq, v_dv = (np.array(x) for x in pin.getFrameVelocityDerivatives(pm, pd, fid, pin.LOCAL))
-            v_dq2, a_dq, a_dv, a_da = (np.array(x) for x in
-                                       pin.getFrameAccelerationDerivatives(pm, pd, fid, pin.LOCAL))
+            v_dq2, a_dq, a_dv, a_da = (np.array(x) for x in pin.getFrameAccelerationDerivatives(pm, pd, fid, pin.LOCAL))
             assert np.array_equal(v_dq, v_dq2)
             refs = [o.from_jacobian(x) for x in (v_dq, v_dv, a_dq, a_dv, a_da)]
             for n, x, y in zip(OUTPUTS, got, refs):
@@ -64,20 +70,20 @@ def test_match_pinocchio_local(case):
         assert err < TOL, f"{case.name} {n}: relative error {err:.3g} vs Pinocchio at (state, frame) {where}"
 
 
-def test_velocity_derivatives_against_pinocchio_velocity_only(case):
+def test_velocity_derivatives_against_pinocchio_velocity_only(case, oracle, pin):
     """computeForwardKinematicsDerivatives without a: the velocity derivatives do not depend on a."""
-    m, o = case.model, case.oracle
+    m, o = case.model, oracle
     pm, pd = o.pmodel, o.data
     for q, v, a in case.states[:3]:
         pin.computeForwardKinematicsDerivatives(pm, pd, o.q(q), o.v(v), np.zeros(m.nv))
         for i, fid in enumerate(o.frame_ids):
             got = casrbd.kinematics_derivatives(m, q, v, a, i)
-            v_dq, v_dv = (o.from_jacobian(np.array(x)) for x in
-                          pin.getFrameVelocityDerivatives(pm, pd, fid, pin.LOCAL))
+            v_dq, v_dv = (o.from_jacobian(np.array(x)) for x in pin.getFrameVelocityDerivatives(pm, pd, fid, pin.LOCAL))
             assert rel_err(got[0], v_dq) < TOL and rel_err(got[1], v_dv) < TOL
 
 
 # ---------------------------------------------------------------- casadi AD reference
+
 
 def _quaternion_product(a, b):
     return ca.vertcat(a[3] * b[:3] + b[3] * a[:3] + ca.cross(a[:3], b[:3]), a[3] * b[3] - ca.dot(a[:3], b[:3]))
@@ -86,9 +92,13 @@ def _quaternion_product(a, b):
 def _rotation(quat):
     quat = quat / ca.norm_2(quat)
     x, y, z, w = ca.vertsplit(quat)
-    return ca.blockcat([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return ca.blockcat(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def retraction(model, q, d):
@@ -101,13 +111,21 @@ def retraction(model, q, d):
         if joint.type == "spherical":
             parts.append(_quaternion_product(qi, ca.vertcat(di / 2, 0)) + qi)
         elif joint.type == "floating":
-            parts += [qi[:3] + ca.mtimes(_rotation(qi[3:]), di[:3]),
-                      qi[3:] + _quaternion_product(qi[3:], ca.vertcat(di[3:] / 2, 0))]
+            parts += [
+                qi[:3] + ca.mtimes(_rotation(qi[3:]), di[:3]),
+                qi[3:] + _quaternion_product(qi[3:], ca.vertcat(di[3:] / 2, 0)),
+            ]
         elif joint.type == "planar":
             c, s = qi[2], qi[3]
             r = ca.sqrt(c * c + s * s)
-            parts.append(ca.vertcat(qi[0] + (c * di[0] - s * di[1]) / r, qi[1] + (s * di[0] + c * di[1]) / r,
-                                    c - s * di[2], s + c * di[2]))
+            parts.append(
+                ca.vertcat(
+                    qi[0] + (c * di[0] - s * di[1]) / r,
+                    qi[1] + (s * di[0] + c * di[1]) / r,
+                    c - s * di[2],
+                    s + c * di[2],
+                )
+            )
         else:
             parts.append(qi + di)
     return ca.vertcat(*parts)
@@ -122,12 +140,11 @@ def ad_reference(model, frame):
     def jac(qq):
         return casrbd.frame_jacobian(model, qq, frame, "local")
 
-    qd = retraction(model, q, d)                       # q (+) d
+    qd = retraction(model, q, d)  # q (+) d
     vel = ca.mtimes(jac(qd), v)
     J_along = ca.mtimes(jac(retraction(model, qd, e * v)), v)
     acc = ca.mtimes(jac(qd), a) + ca.jacobian(J_along, e)
-    outs = [ca.jacobian(vel, d), ca.jacobian(vel, v), ca.jacobian(acc, d), ca.jacobian(acc, v),
-            ca.jacobian(acc, a)]
+    outs = [ca.jacobian(vel, d), ca.jacobian(vel, v), ca.jacobian(acc, d), ca.jacobian(acc, v), ca.jacobian(acc, a)]
     outs = [ca.substitute(ca.substitute(o, e, 0), d, ca.DM.zeros(model.nv)) for o in outs]
     return ca.Function("ad_kinematics", [q, v, a], outs)
 
@@ -158,6 +175,7 @@ def test_retraction_is_first_order_integrate(case):
 
 # ---------------------------------------------------------------- identities
 
+
 def test_acceleration_and_velocity_jacobians_are_the_frame_jacobian(case):
     """da/da = dv/dv = J(q) (local); dv/dv does not depend on v or a, nor dv/dq on a."""
     m = case.model
@@ -176,8 +194,9 @@ def test_frame_by_name_or_index(case):
     m = case.model
     q, v, a = case.states[0]
     for i, frame in enumerate(m.frames):
-        for x, y in zip(casrbd.kinematics_derivatives(m, q, v, a, frame.name),
-                        casrbd.kinematics_derivatives(m, q, v, a, i)):
+        for x, y in zip(
+            casrbd.kinematics_derivatives(m, q, v, a, frame.name), casrbd.kinematics_derivatives(m, q, v, a, i)
+        ):
             assert np.array_equal(x, y)
 
 
@@ -193,14 +212,13 @@ def test_world_frames_do_not_move():
 
 def test_gravity_does_not_enter():
     """A model with another gravity gives the same kinematics derivatives."""
-    from conftest import fresh_model
-    m = fresh_model("random")
-    m.gravity = [3.0, -1.0, 20.0]
     ref = get_model("random")
+    m = ref.with_gravity([3.0, -1.0, 20.0])
     q, v, a, _ = random_state(m, np.random.default_rng(1))
     for frame in ("tip11", "body4"):
-        for x, y in zip(casrbd.kinematics_derivatives(m, q, v, a, frame),
-                        casrbd.kinematics_derivatives(ref, q, v, a, frame)):
+        for x, y in zip(
+            casrbd.kinematics_derivatives(m, q, v, a, frame), casrbd.kinematics_derivatives(ref, q, v, a, frame)
+        ):
             assert np.array_equal(x, y)
 
 

@@ -1,12 +1,14 @@
 """Property-based tests: identities of the dynamics on trees drawn by hypothesis.
 
 A drawn tree has 1 to 12 bodies, each with a random parent among the
-earlier bodies or the world (so forests too), one of the six joint types,
-a random placement and axis, and a physical inertia: a mass, a centre of
-mass and principal moments J_x = S_y + S_z, ... from second moments S_k =
+earlier bodies or the world (so forests too), one of the registered joint
+types (``casrbd.joints.JOINT_TYPES``; the tests of the analytical derivative
+methods draw the types with a constant motion subspace, which they require),
+a random placement, axes and pitch, and a physical inertia: a mass, a centre
+of mass and principal moments J_x = S_y + S_z, ... from second moments S_k =
 m r_k^2 (so the triangle inequality holds) in random principal axes. The
 state is a random configuration with its quaternions and (cos, sin) pairs
-scaled off unit norm, random v, a and external forces.
+scaled off unit norm, random v, a and external forces (6 x njoints).
 
 Each example builds one SX Function holding every expression its test checks
 (casadi Functions cost 0.1 to 1 s to build for such trees, so the examples
@@ -20,28 +22,30 @@ built from body Jacobians, kinetic energy from body velocities obtained by
 differentiating forward kinematics, casadi's AD of rnea on the tangent
 space, and Pinocchio for extreme masses.
 """
-import importlib.util
+
 import os
 
 import casadi as ca
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import scale_normalized
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import casrbd
 from casrbd.joints import JOINT_TYPES
-from casrbd.model import Frame, Model
-from casrbd.models import ALL_JOINT_TYPES
+from casrbd.model import Body, Frame, Model
+from casrbd.models import ALL_JOINT_TYPES, CONSTANT_SUBSPACE_TYPES
 from casrbd.spatial import SE3, Inertia
-from conftest import scale_normalized
 
 EXAMPLES = int(os.environ.get("CASRBD_HYPOTHESIS_EXAMPLES", "50"))
-PROPERTY = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 TOL = 1e-9  # relative; rounding errors grow with the condition number of M (1e2 to 1e4 here)
 
 
 # ---- strategies ----
+
 
 def _vectors(n, lo, hi):
     return st.lists(st.floats(lo, hi), min_size=n, max_size=n).map(np.array)
@@ -58,32 +62,51 @@ def rotation(r):
 
 ROTATIONS = _vectors(3, -np.pi, np.pi).map(rotation)
 AXES = st.tuples(st.floats(0, np.pi), st.floats(0, 2 * np.pi)).map(
-    lambda a: np.array([np.sin(a[0]) * np.cos(a[1]), np.sin(a[0]) * np.sin(a[1]), np.cos(a[0])]))
+    lambda a: np.array([np.sin(a[0]) * np.cos(a[1]), np.sin(a[0]) * np.sin(a[1]), np.cos(a[0])])
+)
 
 
 @st.composite
 def inertias(draw, masses=(0.1, 10.0)):
     mass = 10 ** draw(st.floats(*np.log10(masses)))
-    S = mass * draw(_vectors(3, 0.02, 0.5)) ** 2      # second moments sum m x_k^2 of a body of these extents
+    S = mass * draw(_vectors(3, 0.02, 0.5)) ** 2  # second moments sum m x_k^2 of a body of these extents
     R = draw(ROTATIONS)
     return Inertia.from_com(mass, draw(_vectors(3, -0.3, 0.3)), R @ np.diag(S.sum() - S) @ R.T)
 
 
 @st.composite
-def trees(draw, max_bodies=12, masses=(0.1, 10.0)):
+def joints(draw, jtype):
+    """(a joint of type ``jtype`` with drawn axes and pitch, its lower and upper limits or None)."""
+    if jtype == "universal":
+        axis1 = draw(AXES)
+        e1 = np.cross(axis1, [1.0, 0, 0] if abs(axis1[0]) < 0.9 else [0, 1.0, 0])
+        e1 /= np.linalg.norm(e1)
+        angle = draw(st.floats(0, 2 * np.pi))
+        return JOINT_TYPES[jtype](axis1, np.cos(angle) * e1 + np.sin(angle) * np.cross(axis1, e1)), None
+    if jtype == "helical":
+        joint = JOINT_TYPES[jtype](draw(AXES), draw(st.floats(-0.3, 0.3)))
+    elif jtype in ("revolute", "prismatic"):
+        joint = JOINT_TYPES[jtype](draw(AXES))
+    else:
+        return JOINT_TYPES[jtype](), None
+    bounded = jtype != "revolute" or draw(st.booleans())  # a revolute joint without limits: URDF continuous
+    return joint, ([-2.0], [2.0]) if bounded else None
+
+
+@st.composite
+def trees(draw, max_bodies=12, masses=(0.1, 10.0), joint_types=ALL_JOINT_TYPES):
     n = draw(st.integers(1, max_bodies))
-    joints, frames = [], []
+    bodies, frames = [], []
     for i in range(n):
-        jtype = draw(st.sampled_from(ALL_JOINT_TYPES))
+        jtype = draw(st.sampled_from(joint_types))
         placement = SE3(draw(ROTATIONS), draw(_vectors(3, -0.5, 0.5)))
-        kwargs = {"inertia": draw(inertias(masses))}
-        if jtype in ("revolute", "continuous", "prismatic"):
-            kwargs["axis"] = draw(AXES)
-        if jtype in ("revolute", "prismatic"):
-            kwargs.update(lower=[-2.0], upper=[2.0])
-        joints.append(JOINT_TYPES[jtype](f"j{i}_{jtype}", draw(st.integers(-1, i - 1)), placement, **kwargs))
+        inertia = draw(inertias(masses))
+        joint, limits = draw(joints(jtype))
+        bodies.append(
+            Body(f"j{i}_{jtype}", joint, draw(st.integers(-1, i - 1)), placement, inertia, *(limits or (None, None)))
+        )
         frames.append(Frame(f"body{i}", i, SE3.identity()))
-    return Model("drawn_tree", joints, frames)
+    return Model("drawn_tree", bodies, frames)
 
 
 @st.composite
@@ -93,7 +116,7 @@ def states(draw, model, unit=False):
     q = casrbd.random_configuration(model, rng)
     if not unit:
         q = scale_normalized(model, q, draw(st.floats(0.5, 2.0)))
-    return q, rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=(model.njoints, 6))
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=(6, model.njoints))
 
 
 @st.composite
@@ -103,6 +126,7 @@ def cases(draw, unit=False, **tree_options):
 
 
 # ---- helpers ----
+
 
 def evaluate(inputs, build):
     """Evaluate the expressions ``build(*symbols)`` of one SX Function at the numeric ``inputs``
@@ -138,6 +162,7 @@ def time_derivative(expr, t):
 
 # ---- identities ----
 
+
 @PROPERTY
 @given(cases())
 def test_aba_undoes_rnea_and_rnea_splits(case):
@@ -146,6 +171,7 @@ def test_aba_undoes_rnea_and_rnea_splits(case):
     def build(q, v, a, F):
         tau = casrbd.rnea(model, q, v, a, F)
         return [tau, casrbd.aba(model, q, v, tau, F), casrbd.crba(model, q), casrbd.rnea(model, q, v, 0 * a, F)]
+
     tau, a_back, M, bias = evaluate([q, v, a, F], build)
     assert rel(a_back.ravel(), a) < TOL
     assert rel(M @ a + bias.ravel(), tau.ravel()) < TOL
@@ -169,7 +195,7 @@ def test_mdot_minus_twice_coriolis_is_skew(case):
     the skew body Coriolis matrix (B_i v_i = v_i x* I_i v_i); then M-dot - 2 C is skew and
     C v = nle - g, where M-dot is the derivative of crba along q(t) = q (+) t v."""
     model, (q, v, *_) = case
-    inertia = [spatial_inertia(j.inertia) for j in model.joints]
+    inertia = [spatial_inertia(Y) for Y in model.inertias]
 
     def build(q, v, t):
         qt = casrbd.integrate(model, q, t * v)
@@ -181,6 +207,7 @@ def test_mdot_minus_twice_coriolis_is_skew(case):
             C += ca.mtimes(J.T, ca.mtimes(I, time_derivative(J, t)) + ca.mtimes(B, J))
         bias = casrbd.nonlinear_effects(model, q, v) - casrbd.generalized_gravity(model, q)
         return [casrbd.crba(model, q), time_derivative(casrbd.crba(model, qt), t), C, bias]
+
     M, Mdot, C, bias = evaluate([q, v, 0.0], build)
     N = Mdot - 2 * C
     scale = np.linalg.norm(M) * np.linalg.norm(v)  # of the terms of M-dot and C, which can cancel to 0
@@ -203,14 +230,14 @@ def test_kinetic_energy_from_body_velocities(case):
             W = ca.mtimes(R.T, dT[:3, :3])
             out.append(ca.vertcat(ca.mtimes(R.T, dT[:3, 3]), W[2, 1], W[0, 2], W[1, 0]))
         return out
+
     M, *body_velocities = evaluate([q, v, 0.0], build)
-    energy = sum(0.5 * vi.ravel() @ spatial_inertia(j.inertia) @ vi.ravel()
-                 for vi, j in zip(body_velocities, model.joints))
+    energy = sum(0.5 * vi.ravel() @ spatial_inertia(Y) @ vi.ravel() for vi, Y in zip(body_velocities, model.inertias))
     assert abs(0.5 * v @ M @ v - energy) <= TOL * energy
 
 
 @settings(PROPERTY, max_examples=max(5, EXAMPLES // 5))
-@given(cases())
+@given(cases(joint_types=CONSTANT_SUBSPACE_TYPES))
 def test_rnea_derivatives_match_ad(case):
     """Both analytical methods against casadi's AD of rnea(q (+) d, v, a, f) at d = 0."""
     model, (q, v, a, F) = case
@@ -222,6 +249,7 @@ def test_rnea_derivatives_match_ad(case):
         for method in ("idsva", "chain_rule"):
             out += casrbd.rnea_derivatives(model, q, v, a, F, method=method)
         return out
+
     outputs = evaluate([q, v, a, F, np.zeros(model.nv)], build)
     reference = np.hstack(outputs[:3])  # compared as a whole: single blocks can be zero by cancellation
     assert rel(np.hstack(outputs[3:6]), reference) < TOL, "idsva"
@@ -230,14 +258,15 @@ def test_rnea_derivatives_match_ad(case):
 
 # ---- numerical edge cases ----
 
+
 @settings(PROPERTY, max_examples=max(5, EXAMPLES // 5))
-@given(cases(max_bodies=8))
+@given(cases(max_bodies=8, joint_types=CONSTANT_SUBSPACE_TYPES))
 def test_at_rest_without_gravity_everything_is_exactly_zero(case):
     """g = 0, v = 0, a = 0 (tau = 0): tau, a and their derivatives in q and v are exact zeros, for
     both analytical methods (test_derivatives.py::test_rounding_zero_velocity_derivatives_are_exactly_zero
     shows d/dv on two robots through the cached Functions)."""
     model, (q, *_) = case
-    model.gravity = [0.0, 0.0, 0.0]
+    model = model.with_gravity([0.0, 0.0, 0.0])
 
     def build(q, v, a):
         out = [casrbd.rnea(model, q, v, a), casrbd.aba(model, q, v, a)]
@@ -245,30 +274,31 @@ def test_at_rest_without_gravity_everything_is_exactly_zero(case):
             out += casrbd.rnea_derivatives(model, q, v, a, method=method)[:2]
             out += casrbd.aba_derivatives(model, q, v, a, method=method)[:2]
         return out
+
     zero = np.zeros(model.nv)
     for k, X in enumerate(evaluate([q, zero, zero], build)):
         assert np.all(X == 0), f"output {k}: largest entry {np.abs(X).max():.3g}"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pinocchio") is None, reason="Pinocchio is not installed")
 @settings(PROPERTY, max_examples=max(5, EXAMPLES // 2))
 @given(cases(unit=True, masses=(1e-6, 1e4)))
-def test_masses_from_a_milligram_to_ten_tonnes_match_pinocchio(case):
+def test_masses_from_a_milligram_to_ten_tonnes_match_pinocchio(pin, case):
     """Bodies of 1e-6 to 1e4 kg (inertias scaled alike, 1e-10 to 1e3 kg m^2), mixed in one tree:
     rnea and crba match Pinocchio to a relative 1e-12 (normwise, no absolute floor; seen: 2e-15);
     aba's backward error (Pinocchio's rnea of casrbd's a, minus tau) is below 1e-13 (|M| |a| + |tau|)
     (seen: 1e-16), and its difference from Pinocchio's aba below |M^-1| times twice that."""
-    import pinocchio as pin
-    from oracle import Oracle, symmetrize_upper
+    from oracle import Oracle
+
     model, (q, v, x, _) = case  # x: an acceleration for rnea, a torque for aba
     oracle = Oracle.from_model(model)
     pm, data = oracle.pmodel, oracle.data
     qp, vp = oracle.q(q), oracle.v(v)
-    tau, M, acc = evaluate([q, v, x], lambda q, v, x: [casrbd.rnea(model, q, v, x), casrbd.crba(model, q),
-                                                       casrbd.aba(model, q, v, x)])
+    tau, M, acc = evaluate(
+        [q, v, x], lambda q, v, x: [casrbd.rnea(model, q, v, x), casrbd.crba(model, q), casrbd.aba(model, q, v, x)]
+    )
     tau, acc = tau.ravel(), acc.ravel()
     assert rel(tau, oracle.from_v(pin.rnea(pm, data, qp, vp, oracle.v(x)))) < 1e-12
-    assert rel(M, oracle.from_vv(symmetrize_upper(pin.crba(pm, data, qp)))) < 1e-12
+    assert rel(M, oracle.from_upper(pin.crba(pm, data, qp))) < 1e-12
     backward = 1e-13 * (np.linalg.norm(M, 2) * np.linalg.norm(acc) + np.linalg.norm(x))
     assert np.linalg.norm(oracle.from_v(pin.rnea(pm, data, qp, vp, oracle.v(acc))) - x) <= backward
     # two solutions within that backward error of the same system differ by at most |M^-1| twice it

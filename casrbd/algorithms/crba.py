@@ -1,44 +1,45 @@
 """Joint-space inertia matrix by the composite-rigid-body algorithm.
 
-Featherstone RBDA Table 6.2, in body-local frames: the algorithm frames of
-``frames.py`` (as rnea's), which leave M unchanged. Glossary:
+Featherstone, *Rigid Body Dynamics Algorithms* (2008), Table 6.2, in the
+algorithm frames (as rnea), which leave M unchanged. Glossary:
   Ic[i]  I^c_i, composite inertia of the subtree of i (local i)
   F      force set I^c_i S_i carried towards the root (local j)
 Returns the full symmetric matrix (both triangles).
 """
+
 import casadi as ca
 
-from .frames import algorithm_frames, placements
+from ..spec import Out, Spec, configuration
+from .tree import assemble, motion_subspaces, placements
 
 
-def composite_inertias(model, liMi, inertia):
-    """I^c_i for every body, each in the body's frame, from the bodies' ``inertia``."""
-    Ic = list(inertia)
+def composite_inertias(model, liMi, inertias):
+    """I^c_i for every body, each in the body's frame, from the bodies' ``inertias``."""
+    Ic = list(inertias)
     for i in reversed(range(model.njoints)):
-        p = model.joints[i].parent
+        p = model.parents[i]
         if p >= 0:
             Ic[p] = Ic[p] + liMi[i].act_inertia(Ic[i])
     return Ic
 
 
 def crba(model, q):
-    frames = algorithm_frames(model)
-    S, liMi = frames.S, placements(model, frames, q)
-    Ic = composite_inertias(model, liMi, frames.inertia)
+    S, liMi = motion_subspaces(model, q), placements(model, q)
+    Ic = composite_inertias(model, liMi, model.algorithm_frames.inertias)
     blocks = {}
     for i in range(model.njoints):
         F = Ic[i].act(S[i])
         blocks[i, i] = ca.mtimes(S[i].T, F)
+        armature = model.joint_armature(i)
+        if armature is not None:
+            blocks[i, i] = blocks[i, i] + ca.diag(armature)
         j = i
-        while model.joints[j].parent >= 0:
+        while model.parents[j] >= 0:
             F = liMi[j].act_force(F)
-            j = model.joints[j].parent
+            j = model.parents[j]
             blocks[j, i] = ca.mtimes(S[j].T, F)
             blocks[i, j] = blocks[j, i].T
     return assemble(model, blocks)
 
 
-def assemble(model, blocks):
-    """nv x nv matrix from a dict of joint blocks; missing blocks are structural zeros."""
-    return ca.blockcat([[blocks.get((i, k), ca.DM(ji.nv, jk.nv)) for k, jk in enumerate(model.joints)]
-                        for i, ji in enumerate(model.joints)])
+SPECS = (Spec("crba", crba, (configuration(),), (Out("M"),)),)

@@ -1,8 +1,10 @@
 """Derivatives of inverse dynamics by IDSVA.
 
-Seed 004 (Singh, Russell & Wensing), Algorithm 1, from the closed forms
-(30)-(32); valid for multi-dof joints. All quantities are in the world
-frame. Glossary (code -> paper):
+Singh, Russell & Wensing, "Efficient Analytical Derivatives of Rigid-Body
+Dynamics using Spatial Vector Algebra" (RA-L 2022), Algorithm 1, from the
+closed forms (30)-(32); valid for multi-dof joints with a constant motion
+subspace. All quantities are in the world frame, composed from the joint
+frames (``tree.joint_placements``). Glossary (code -> paper):
   oS        S_i (world)             Sd     S-dot_i = v_i x S_i
   Psid      Psi-dot_i = v_p x S_i   Psidd  Psi-ddot_i = a_p x S_i + v_p x Psi-dot_i
   IC, BC2   I^C_i and 2 B^C_i, composite inertia and twice the body-level Coriolis matrix (28),
@@ -10,7 +12,7 @@ frame. Glossary (code -> paper):
   fC        f^C_i composite force (external forces included, which rotate with their body)
   t1 .. t4  the lines 13-16 temporaries, kept per joint for the subtree products;
             t1 also gives dtau/dqdd = M (M_ki = t1_k^T S_i), so no separate CRBA
-As in seed 003, dtau/dq is taken on the tangent space (q (+) delta).
+dtau/dq is taken on the tangent space (q (+) delta), as Pinocchio's.
 
 A tree under a free-flyer root is worked in that root body's frame instead
 of the world's: tau does not change when the whole tree moves, except
@@ -20,14 +22,21 @@ dtau/dq columns are closed-form: zero along translations and, as g_b acts
 as the base's linear acceleration a_b - g_b, -M[:, 0:3] [g_b]x along
 rotations (R -> R exp(dth) gives g_b -> g_b + [g_b]x dth).
 """
+
 from typing import NamedTuple
 
 import casadi as ca
 import numpy as np
 
 from ..spatial import SE3, ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
-from .crba import assemble
-from .kinematics import joint_placements
+from .tree import (
+    assemble,
+    free_flyer_roots,
+    joint_placements,
+    joint_subspaces,
+    require_constant_subspaces,
+    root_gravity,
+)
 
 
 class Coriolis2(NamedTuple):
@@ -37,6 +46,7 @@ class Coriolis2(NamedTuple):
     its lower-left block cancels to zero and its upper-right one to -2 [fl]x,
     so 12 numbers (fl, fa and W's 6) replace 36, sums stay in this form, and
     the products with S read only the blocks that are there."""
+
     fl: object
     fa: object
     W: object
@@ -45,8 +55,8 @@ class Coriolis2(NamedTuple):
     def of_body(I, v):
         vl, w = lin(v), ang(v)
         f = I.act(v)
-        P = ca.mtimes(skew(w), I.I)                 # [w]x Ibar; Ibar [w]x = -P^T
-        hv = ca.mtimes(I.h, vl.T)                    # [vl]x [h]x + [h]x [vl]x = h vl^T + vl h^T - 2 (vl.h) E
+        P = ca.mtimes(skew(w), I.I)  # [w]x Ibar; Ibar [w]x = -P^T
+        hv = ca.mtimes(I.h, vl.T)  # [vl]x [h]x + [h]x [vl]x = h vl^T + vl h^T - 2 (vl.h) E
         W = symmetric(P + P.T - hv - hv.T + 2 * ca.dot(vl, I.h) * ca.DM.eye(3))
         return Coriolis2(lin(f), ang(f), W)
 
@@ -64,84 +74,102 @@ class Coriolis2(NamedTuple):
         return 2 * cross(self.fl, lin(S)) + ca.mtimes(self.W, Sa) + cross(self.fa, Sa)
 
 
-def floating_roots(model):
-    return [i for i, j in enumerate(model.joints) if j.parent < 0 and j.type == "floating"]
+class Forward(NamedTuple):
+    """Lines 1-11: per body, in the frame of its tree (a free-flyer root's, else the world)."""
+
+    oMi: list
+    a0: dict  # root -> a_0 = -a_g in its tree's frame
+    S: list  # oS
+    Sd: list
+    Psid: list
+    Psidd: list
+    v: list  # ov
+    a: list  # oa
+    I: list  # the bodies' inertias
+    BC2: list  # the bodies' 2 B
+    f: list  # the bodies' forces, external forces included
 
 
-def base_gravity(model, liMi, r):
-    """g_b = R^T g, gravity in the axes of the free-flyer root body r."""
-    return ca.mtimes(liMi[r].R.T, model.gravity)
-
-
-def tree_frame_placements(model, q):
-    """Placements of the joints in their tree's frame (a free-flyer root body's, else
-    the world), and the gravity acceleration a_0 = -a_g of each root in that frame."""
-    liMi, _ = joint_placements(model, q)
+def tree_placements(model, q):
+    """(liMi, placements of the joint frames in their tree's frame, gravity a_0 = -a_g of each root there)."""
+    liMi = joint_placements(model, q)
     g = model.gravity.reshape(3, 1)
+    roots = free_flyer_roots(model)
     oMi, a0 = [], {}
-    for i, joint in enumerate(model.joints):
-        if joint.parent >= 0:
-            oMi.append(oMi[joint.parent] * liMi[i])
-        elif joint.type == "floating":
+    for i, X in enumerate(liMi):
+        p = model.parents[i]
+        if p >= 0:
+            oMi.append(oMi[p] * X)
+        elif i in roots:
             oMi.append(SE3.identity())
-            a0[i] = ca.vertcat(-base_gravity(model, liMi, i), ca.DM.zeros(3, 1))
+            a0[i] = ca.vertcat(-root_gravity(model, liMi, i), ca.DM.zeros(3, 1))
         else:
-            oMi.append(liMi[i])
+            oMi.append(X)
             a0[i] = np.vstack([-g, np.zeros((3, 1))])
-    return oMi, a0
+    return liMi, oMi, a0
 
 
-def idsva(model, q, v, a, f_ext=None):
-    """(dtau/dq, dtau/dqd, dtau/dqdd = M)."""
-    oMi, a0 = tree_frame_placements(model, q)
+def forward(model, q, v, a, f_ext=None):
+    """The ``Forward`` quantities of lines 1-11."""
+    require_constant_subspaces(model, "IDSVA")
+    _, oMi, a0 = tree_placements(model, q)
+    S = joint_subspaces(model, q)
     n = model.njoints
-    oS, Sd, Psid, Psidd, IC, BC2, fC = ([None] * n for _ in range(7))
-    ov, oa = [None] * n, [None] * n
+    oS, Sd, Psid, Psidd, ov, oa, I, BC2, f = ([None] * n for _ in range(9))
     zero = ca.DM.zeros(6, 1)
-    # forward pass, lines 1-11
-    for i, joint in enumerate(model.joints):
-        p = joint.parent
+    for i, Y in enumerate(model.inertias):
+        p = model.parents[i]
         v_p, a_p = (zero, a0[i]) if p < 0 else (ov[p], oa[p])
-        oS[i] = oMi[i].act_motion(joint.S)
+        oS[i] = oMi[i].act_motion(S[i])
         vJ = ca.mtimes(oS[i], v[model.v_slice(i)])
         ov[i] = v_p + vJ
         oa[i] = a_p + ca.mtimes(oS[i], a[model.v_slice(i)]) + motion_cross(v_p, vJ)  # v_i x vJ, as vJ x vJ = 0
         Psid[i] = motion_cross(v_p, oS[i])
         # v_i x S_i = v_p x S_i + qd_i S_i x S_i, and S x S = 0 for one column
-        Sd[i] = Psid[i] if joint.nv == 1 else motion_cross(ov[i], oS[i])
+        Sd[i] = Psid[i] if model.joints[i].nv == 1 else motion_cross(ov[i], oS[i])
         Psidd[i] = motion_cross(a_p, oS[i]) + motion_cross(v_p, Psid[i])
-        I = oMi[i].act_inertia(joint.inertia)
-        IC[i] = I
-        BC2[i] = Coriolis2.of_body(I, ov[i])  # line 9
-        fC[i] = I.act(oa[i]) + force_cross(ov[i], I.act(ov[i]))
+        I[i] = oMi[i].act_inertia(Y)
+        BC2[i] = Coriolis2.of_body(I[i], ov[i])  # line 9
+        f[i] = I[i].act(oa[i]) + force_cross(ov[i], I[i].act(ov[i]))
         if f_ext is not None:
-            fC[i] = fC[i] - oMi[i].act_force(f_ext[i])
-    # backward pass, lines 12-25
+            f[i] = f[i] - oMi[i].act_force(f_ext[:, i])
+    return Forward(oMi, a0, oS, Sd, Psid, Psidd, ov, oa, I, BC2, f)
+
+
+def idsva(model, q, v, a, f_ext=None):
+    """(dtau/dq, dtau/dqd, dtau/dqdd = M)."""
+    fw = forward(model, q, v, a, f_ext)
+    n = model.njoints
+    IC, BC2, fC = list(fw.I), list(fw.BC2), list(fw.f)
     t1, t2, t3, t4 = ([None] * n for _ in range(4))
     dq, dv, M = {}, {}, {}
+    # backward pass, lines 12-25
     for i in reversed(range(n)):
-        S, B2 = oS[i], BC2[i]
+        S, B2, Psid = fw.S[i], BC2[i], fw.Psid[i]
         t1[i] = IC[i].act(S)
-        t2[i] = B2.times(S) + IC[i].act(Sd[i] + Psid[i])
-        t3[i] = B2.times(Psid[i]) + IC[i].act(Psidd[i]) + ca.mtimes(force_bar_matrix(fC[i]), S)
+        t2[i] = B2.times(S) + IC[i].act(fw.Sd[i] + Psid)
+        t3[i] = B2.times(Psid) + IC[i].act(fw.Psidd[i]) + ca.mtimes(force_bar_matrix(fC[i]), S)
         t4[i] = B2.transpose_times(S)  # angular rows only
         for k in model.subtree[i]:
             if k != i:  # lines 17-18: row i, columns of the strict subtree
                 dq[i, k] = ca.mtimes(S.T, t3[k])
                 dv[i, k] = ca.mtimes(S.T, t2[k])
             # lines 19-20: rows of the subtree, column i
-            dq[k, i] = ca.mtimes(t4[k].T, ang(Psid[i])) + ca.mtimes(t1[k].T, Psidd[i])
-            dv[k, i] = ca.mtimes(t4[k].T, ang(S)) + ca.mtimes(t1[k].T, Sd[i] + Psid[i])
+            dq[k, i] = ca.mtimes(t4[k].T, ang(Psid)) + ca.mtimes(t1[k].T, fw.Psidd[i])
+            dv[k, i] = ca.mtimes(t4[k].T, ang(S)) + ca.mtimes(t1[k].T, fw.Sd[i] + Psid)
             # and the joint-space inertia matrix, as the CRBA in world frame: M_ki = (I^C_k S_k)^T S_i
             M[k, i] = ca.mtimes(t1[k].T, S)
             M[i, k] = M[k, i].T
-        p = model.joints[i].parent
+        armature = model.joint_armature(i)
+        if armature is not None:
+            M[i, i] = M[i, i] + ca.diag(armature)
+        p = model.parents[i]
         if p >= 0:  # lines 21-24
             IC[p] = IC[p] + IC[i]
             BC2[p] = BC2[p] + BC2[i]
             fC[p] = fC[p] + fC[i]
-    for r in floating_roots(model):
-        minus_gx = skew(lin(a0[r]))  # -[g_b]x
+    for r in free_flyer_roots(model):
+        minus_gx = skew(lin(fw.a0[r]))  # -[g_b]x
         for k in model.subtree[r]:
             dq[k, r] = ca.horzcat(ca.DM(model.joints[k].nv, 3), ca.mtimes(M[k, r][:, :3], minus_gx))
     return assemble(model, dq), assemble(model, dv), assemble(model, M)

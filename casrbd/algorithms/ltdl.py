@@ -1,6 +1,6 @@
 """M^-1 and M^-1 B through the sparse factorization M = L^T D L.
 
-Featherstone, RBDA section 6.5 (Table 6.3, LTDL): with the velocity
+Featherstone, *Rigid Body Dynamics Algorithms* (2008), section 6.5 (Table 6.3, LTDL): with the velocity
 coordinates in tree order, the unit lower factor L of the joint-space
 inertia matrix has nonzeros only at (i, j) with j an ancestor of dof i
 (``model.dof_parents``), and so has its inverse G = L^-1. Then
@@ -10,24 +10,19 @@ leaves and the product with G skips the structural zeros that the columns
 of dtau/du keep (each touches only the dofs on one branch).
 Glossary: ``L[i, j]``, ``G[i, j]`` for j an ancestor of i; ``Dinv[i]`` = 1 / D_ii.
 """
+
 from typing import NamedTuple
 
 import casadi as ca
 
 from ..spatial import symmetric
+from .tree import dof_ancestors as ancestors
 
 
 class Factors(NamedTuple):
     L: dict
     G: dict
     Dinv: list
-
-
-def ancestors(model, i):
-    j = model.dof_parents[i]
-    while j >= 0:
-        yield j
-        j = model.dof_parents[j]
 
 
 def factorize(model, M):
@@ -51,15 +46,20 @@ def inverse(model, f):
     """M^-1 = G D^-1 G^T, the upper triangle computed and mirrored."""
     rows = [{i: 1, **{k: f.G[i, k] for k in ancestors(model, i)}} for i in range(model.nv)]
     scaled = [{k: g * f.Dinv[k] for k, g in row.items()} for row in rows]
-    upper = [[sum((w * rows[j][k] for k, w in scaled[i].items() if k in rows[j]), 0) if j >= i else 0
-              for j in range(model.nv)] for i in range(model.nv)]
+    upper = [
+        [
+            sum((w * rows[j][k] for k, w in scaled[i].items() if k in rows[j]), 0) if j >= i else 0
+            for j in range(model.nv)
+        ]
+        for i in range(model.nv)
+    ]
     return symmetric(ca.blockcat(upper))
 
 
 def solve(model, f, B):
     """M^-1 B for an nv x m matrix B, row by row."""
     Y = [B[i, :] for i in range(model.nv)]
-    for i in reversed(range(model.nv)):      # L^T y = b, leaves to root
+    for i in reversed(range(model.nv)):  # L^T y = b, leaves to root
         for j in ancestors(model, i):
             Y[j] = Y[j] - f.L[i, j] * Y[i]
     Z = [f.Dinv[i] * Y[i] for i in range(model.nv)]

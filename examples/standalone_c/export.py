@@ -5,6 +5,7 @@
 writes OUTDIR/arm7_aba.c and OUTDIR/arm7_aba.h, which main.c (beside this
 file) includes and calls; README.md gives the gcc command.
 """
+
 import sys
 
 import casrbd

@@ -19,6 +19,7 @@ prints the figures (inputs tried, wall time, outcomes, failures) and exits
 with status 1 if anything failed. With ``--atheris`` (pip install atheris)
 libFuzzer drives the same mutations with coverage guidance instead.
 """
+
 import argparse
 import copy
 import datetime
@@ -43,15 +44,79 @@ from casrbd.models import example_robot_data_dir, robot_path
 MAX_SEED_BYTES = 50_000
 MAX_INPUT_BYTES = 300_000
 MAX_POOL = 2000
-VALUES = ["nan", "NaN", "inf", "-inf", "Infinity", "0", "-0", "-1", "1", "1e308", "-1e308", "1e-320", "1e400",
-          "", " ", "1 2", "1 2 3 4", "0 0 0", "1e-12 0 0", "1e300 1e300 0", "abc", "0x10", "1_0", "\u0661", "+1",
-          "\u22121", "1e15", "-1e15", "3.0e-7", "0 0 1", "1 1 1", "-0.5 0.2 0.1"]
+VALUES = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "0",
+    "-0",
+    "-1",
+    "1",
+    "1e308",
+    "-1e308",
+    "1e-320",
+    "1e400",
+    "",
+    " ",
+    "1 2",
+    "1 2 3 4",
+    "0 0 0",
+    "1e-12 0 0",
+    "1e300 1e300 0",
+    "abc",
+    "0x10",
+    "1_0",
+    "\u0661",
+    "+1",
+    "\u22121",
+    "1e15",
+    "-1e15",
+    "3.0e-7",
+    "0 0 1",
+    "1 1 1",
+    "-0.5 0.2 0.1",
+]
 TYPES = ["revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical", "ball", "", "REVOLUTE"]
-TOKENS = [b"<", b">", b"/>", b'"', b"&", b"&amp;", b"&lt;", b"&#0;", b"&#x41;", b"&foo;", b"<!DOCTYPE r>",
-          b"<!ENTITY a 'b'>", b"<![CDATA[x]]>", b"<?pi x?>", b"<!-- c -->", b"\x00", b"\xff", b"\xc3", b"\xef\xbb\xbf",
-          b"<link/>", b'<link name="x"/>', b"<joint/>", b"<inertial/>", b'<mass value="1"/>', b"<robot>",
-          b"</robot>", b'<inertia ixx="1"/>', b"<origin/>", b'<axis xyz="0 0 0"/>', b'<limit effort="1"/>',
-          b'<mimic joint="x"/>', b" name=\"a\"", b" xmlns:x=\"u\"", b"<x:y/>", b"\n" * 3, b"\t"]
+TOKENS = [
+    b"<",
+    b">",
+    b"/>",
+    b'"',
+    b"&",
+    b"&amp;",
+    b"&lt;",
+    b"&#0;",
+    b"&#x41;",
+    b"&foo;",
+    b"<!DOCTYPE r>",
+    b"<!ENTITY a 'b'>",
+    b"<![CDATA[x]]>",
+    b"<?pi x?>",
+    b"<!-- c -->",
+    b"\x00",
+    b"\xff",
+    b"\xc3",
+    b"\xef\xbb\xbf",
+    b"<link/>",
+    b'<link name="x"/>',
+    b"<joint/>",
+    b"<inertial/>",
+    b'<mass value="1"/>',
+    b"<robot>",
+    b"</robot>",
+    b'<inertia ixx="1"/>',
+    b"<origin/>",
+    b'<axis xyz="0 0 0"/>',
+    b'<limit effort="1"/>',
+    b'<mimic joint="x"/>',
+    b' name="a"',
+    b' xmlns:x="u"',
+    b"<x:y/>",
+    b"\n" * 3,
+    b"\t",
+]
 
 
 class Timeout(BaseException):
@@ -63,6 +128,7 @@ def _alarm(signum, frame):
 
 
 # ---- mutations ----
+
 
 def _number(rng):
     return repr(rng.choice([-1, 1]) * 10.0 ** rng.uniform(-20, 20))
@@ -150,7 +216,7 @@ def _byte_edit(data, rng, pool):
     edit = rng.randrange(7)
     if edit == 0 and n:
         k = rng.randrange(n)
-        return data[:k] + bytes([data[k] ^ (1 << rng.randrange(8))]) + data[k + 1:]
+        return data[:k] + bytes([data[k] ^ (1 << rng.randrange(8))]) + data[k + 1 :]
     if edit == 1:
         return data[:i] + data[j:]
     if edit == 2:
@@ -159,12 +225,12 @@ def _byte_edit(data, rng, pool):
         return data[:i] + rng.choice(TOKENS) + data[i:]
     if edit == 4:  # splice: the head of this input, the tail of another
         other = rng.choice(pool)
-        return data[:i] + other[rng.randrange(len(other) + 1):]
+        return data[:i] + other[rng.randrange(len(other) + 1) :]
     if edit == 5:  # replace a number
         numbers = list(re.finditer(rb"-?\d+(\.\d+)?(e-?\d+)?", data))
         if numbers:
             m = rng.choice(numbers)
-            return data[:m.start()] + _value(rng).encode() + data[m.end():]
+            return data[: m.start()] + _value(rng).encode() + data[m.end() :]
         return data
     depth = rng.choice([10, 1000, 100000])  # deep nesting of unknown elements
     return data[:i] + b"<x>" * depth + b"</x>" * depth + data[i:]
@@ -182,11 +248,11 @@ def mutate(data, rng, pool):
 
 # ---- running one input ----
 
+
 def _finite_model(model):
     arrays = []
-    for joint in model.joints:
-        Y = joint.inertia
-        arrays += [Y.mass, Y.h, Y.I, joint.placement.R, joint.placement.p, getattr(joint, "axis", 0.0)]
+    for joint, X, Y in zip(model.joints, model.placements, model.inertias):
+        arrays += [Y.mass, Y.h, Y.I, X.R, X.p, 0.0 if joint.axis is None else joint.axis]
     arrays += [a for f in model.frames for a in (f.placement.R, f.placement.p)]
     return all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in arrays)
 
@@ -208,8 +274,7 @@ def run_one(data, timeout):
         return "timeout", ("Timeout", f"still running after {timeout} s")
     except Exception as e:  # the failures this fuzzer looks for
         tb = traceback.extract_tb(e.__traceback__)[-1]
-        return "escaped", (f"{type(e).__name__} at {os.path.basename(tb.filename)}:{tb.lineno}",
-                           traceback.format_exc())
+        return "escaped", (f"{type(e).__name__} at {os.path.basename(tb.filename)}:{tb.lineno}", traceback.format_exc())
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     if not _finite_model(model):
@@ -221,8 +286,11 @@ def seeds():
     paths = [robot_path("arm7")[0]]
     base = example_robot_data_dir()
     if base:
-        paths += sorted(p for p in glob.glob(os.path.join(base, "**", "*.urdf"), recursive=True)
-                        if os.path.getsize(p) <= MAX_SEED_BYTES)
+        paths += sorted(
+            p
+            for p in glob.glob(os.path.join(base, "**", "*.urdf"), recursive=True)
+            if os.path.getsize(p) <= MAX_SEED_BYTES
+        )
     out = []
     for p in paths:
         with open(p, "rb") as fh:
@@ -259,10 +327,16 @@ def fuzz(seconds, seed=0, timeout=10.0, out=None, log=lambda text: print(text, f
             elif outcome not in seen_outcomes and len(pool) < MAX_POOL:
                 pool.append(data)
             seen_outcomes.add(outcome)
-    return {"inputs tried": tried, "wall time (s)": round(time.monotonic() - start, 1),
-            "inputs per second": round(tried / (time.monotonic() - start), 1), **counts,
-            "distinct error kinds": len(seen_outcomes - {"loaded", "timeout", "escaped", "non-finite"}),
-            "pool size": len(pool), "distinct failures": len(failures), "failures": sorted(failures)}
+    return {
+        "inputs tried": tried,
+        "wall time (s)": round(time.monotonic() - start, 1),
+        "inputs per second": round(tried / (time.monotonic() - start), 1),
+        **counts,
+        "distinct error kinds": len(seen_outcomes - {"loaded", "timeout", "escaped", "non-finite"}),
+        "pool size": len(pool),
+        "distinct failures": len(failures),
+        "failures": sorted(failures),
+    }
 
 
 def fuzz_atheris(seconds, timeout, out):
@@ -270,6 +344,7 @@ def fuzz_atheris(seconds, timeout, out):
     reach new lines (coverage guidance). It prints libFuzzer's figures and stops at the first
     failure, saved as ``out/crash-<sha1>``."""
     import atheris
+
     pool = seeds()
     corpus = tempfile.mkdtemp(prefix="urdf-corpus-")
     for k, data in enumerate(pool):
@@ -283,13 +358,24 @@ def fuzz_atheris(seconds, timeout, out):
 
     def custom_mutator(data, max_size, seed):
         return mutate(data, random.Random(seed), pool)[:max_size]
+
     os.makedirs(out, exist_ok=True)
     signal.signal(signal.SIGALRM, _alarm)  # our per-input timeout, in place of libFuzzer's (-timeout=0)
     warnings.simplefilter("ignore")
     atheris.instrument_all()
-    atheris.Setup([sys.argv[0], f"-max_total_time={int(seconds)}", "-timeout=0", f"-max_len={MAX_INPUT_BYTES}",
-                   f"-artifact_prefix={out}/", "-print_final_stats=1", corpus], one_input,
-                  custom_mutator=custom_mutator)
+    atheris.Setup(
+        [
+            sys.argv[0],
+            f"-max_total_time={int(seconds)}",
+            "-timeout=0",
+            f"-max_len={MAX_INPUT_BYTES}",
+            f"-artifact_prefix={out}/",
+            "-print_final_stats=1",
+            corpus,
+        ],
+        one_input,
+        custom_mutator=custom_mutator,
+    )
     atheris.Fuzz()
 
 

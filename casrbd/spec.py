@@ -1,0 +1,93 @@
+"""What each algorithm takes and returns, declared beside its code.
+
+An algorithm module lists ``SPECS``: the algorithm's name (its public and
+``casrbd.function`` name), the function that builds it over casadi types,
+its inputs with their sizes as functions of the model, its outputs with
+their kinds, its options, and what it needs of the model. ``casrbd.functions``
+builds and caches Functions from a spec, ``casrbd.api`` checks arguments
+and shapes results from it. A derivative module attaches an analytical
+Jacobian to any spec by a ``Jacobian`` entry (``casrbd.algorithms`` joins them).
+"""
+
+from typing import Callable, NamedTuple
+
+
+class Arg(NamedTuple):
+    """An input: ``kind`` "configuration" (nq entries), "tangent" (nv entries), "forces"
+    (6 x njoints: one spatial force per joint, ``casrbd.algorithms.tree``) or "parameters"
+    (10 per body: the inertial parameters, ``casrbd.Inertia.from_dynamic_parameters``)."""
+
+    name: str
+    kind: str
+
+    def shape(self, model):
+        return {
+            "configuration": (model.nq, 1),
+            "tangent": (model.nv, 1),
+            "forces": (6, model.njoints),
+            "parameters": (10 * model.njoints, 1),
+        }[self.kind]
+
+
+def configuration(name="q"):
+    return Arg(name, "configuration")
+
+
+def tangent(name):
+    return Arg(name, "tangent")
+
+
+F_EXT = Arg("f_ext", "forces")
+PI = Arg("pi", "parameters")
+
+
+class Out(NamedTuple):
+    """An output: ``kind`` "vector" (a column, returned as a 1-D array), "matrix", or "placements"
+    (4 x 4k homogeneous matrices side by side, returned as a list of k)."""
+
+    name: str
+    kind: str = "matrix"
+
+
+REQUIRED = object()
+
+
+class Option(NamedTuple):
+    """A keyword option that selects the Function (part of its cache key and its name).
+
+    ``choices``: the valid values; ``resolve(model, value)``: checks a value and returns its
+    canonical, hashable form (``FRAME``: a frame name or index, resolved to the index)."""
+
+    default: object = REQUIRED
+    choices: tuple = None
+    resolve: Callable = None
+
+
+def _frame_index(model, frame):
+    return model.frame_index(frame)
+
+
+FRAME = Option(resolve=_frame_index)
+
+
+class Spec(NamedTuple):
+    name: str
+    impl: Callable  # impl(model, *inputs, f_ext=None, **options) -> output or tuple of outputs
+    inputs: tuple
+    outputs: tuple
+    f_ext: bool = False  # takes external forces (an optional last input)
+    options: dict = {}
+    regular_mass: bool = False  # undefined when the mass matrix is singular
+    jacobian: object = None  # a Jacobian, attached by a derivative module
+
+
+class Jacobian(NamedTuple):
+    """An analytical Jacobian of the Function ``of``.
+
+    ``impl(model, *inputs, f_ext=None, **options)`` returns a dict {(output name, input name):
+    block}, d output / d input with configuration inputs on the tangent space (nv columns);
+    missing blocks are zero. ``options`` select the method, as a spec's."""
+
+    of: str
+    impl: Callable
+    options: dict = {}
