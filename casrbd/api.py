@@ -81,6 +81,8 @@ def _shaped(out, x):
             return x[:, 0]
     if out.kind == "placements":
         return [x[:, 4 * i : 4 * i + 4] for i in range(x.shape[1] // 4)]
+    if out.kind == "tensor" and isinstance(x, np.ndarray):
+        return x.reshape((x.shape[0],) * 3, order="F")
     return x
 
 
@@ -190,11 +192,166 @@ def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="
     return evaluate("aba_derivatives", model, q, v, tau, f_ext=f_ext, method=method, minv_product=minv_product)
 
 
-def kinematics_derivatives(model, q, v, a, frame):
-    """Derivatives of ``frame``'s spatial velocity and acceleration (no gravity), local axes:
-    (dv/dq, dv/dv, da/dq, da/dv, da/da)."""
-    return evaluate("kinematics_derivatives", model, q, v, a, frame=frame)
+def kinematics_derivatives(model, q, v, a, frame, reference="local"):
+    """Derivatives of ``frame``'s spatial velocity and acceleration (no gravity) in ``reference``
+    (local, world or local_world_aligned, as ``frame_velocity``): (dv/dq, dv/dv, da/dq, da/dv, da/da)."""
+    return evaluate("kinematics_derivatives", model, q, v, a, frame=frame, reference=reference)
+
+
+def joint_torque_regressor(model, q, v, a):
+    """Y(q, v, a), nv x 10 njoints, with rnea(q, v, a) = Y pi + armature * a: pi the bodies' inertial
+    parameters, 10 each in ``model.joints`` order (``casrbd.parameters``; Pinocchio's
+    ``computeJointTorqueRegressor``)."""
+    return evaluate("joint_torque_regressor", model, q, v, a)
+
+
+def kinetic_energy_regressor(model, q, v):
+    """Y_T(q, v), 1 x 10 njoints, with the kinetic energy T = Y_T pi."""
+    return evaluate("kinetic_energy_regressor", model, q, v)
+
+
+def potential_energy_regressor(model, q):
+    """Y_V(q), 1 x 10 njoints, with the potential energy V = Y_V pi (zero at the world origin)."""
+    return evaluate("potential_energy_regressor", model, q)
 
 
 neutral = configuration.neutral
 random_configuration = configuration.random_configuration
+
+
+# ---- frame motion, centre of mass, centroidal and contact dynamics (legged robots)
+
+
+def frame_velocity(model, q, v, frame, reference="local"):
+    """``frame``'s spatial velocity [linear; angular] in ``reference`` (local, world or
+    local_world_aligned; Pinocchio's ``getFrameVelocity``)."""
+    return evaluate("frame_velocity", model, q, v, frame=frame, reference=reference)
+
+
+def frame_acceleration(model, q, v, a, frame, reference="local"):
+    """``frame``'s spatial acceleration, gravity excluded (Pinocchio's ``getFrameAcceleration``)."""
+    return evaluate("frame_acceleration", model, q, v, a, frame=frame, reference=reference)
+
+
+def frame_classical_acceleration(model, q, v, a, frame, reference="local"):
+    """The spatial acceleration plus [w x v_lin; 0] in ``reference``; in local_world_aligned, the
+    frame origin's acceleration and the angular acceleration (``getFrameClassicalAcceleration``)."""
+    return evaluate("frame_classical_acceleration", model, q, v, a, frame=frame, reference=reference)
+
+
+def frame_jacobian_time_variation(model, q, v, frame, reference="local"):
+    """d/dt frame_jacobian(model, q, frame, reference) along v (``getFrameJacobianTimeVariation``)."""
+    return evaluate("frame_jacobian_time_variation", model, q, v, frame=frame, reference=reference)
+
+
+def center_of_mass(model, q, v=None, a=None):
+    """The centre of mass c in the world; (c, c') with ``v``; (c, c', c'') with ``v`` and ``a``."""
+    zero = np.zeros(model.nv)
+    com, vcom, acom = evaluate("center_of_mass", model, q, zero if v is None else v, zero if a is None else a)
+    return com if v is None else (com, vcom) if a is None else (com, vcom, acom)
+
+
+def jacobian_center_of_mass(model, q):
+    """3 x nv Jacobian of the centre of mass, world axes (``jacobianCenterOfMass``)."""
+    return evaluate("jacobian_center_of_mass", model, q)
+
+
+def ccrba(model, q, v=None):
+    """The centroidal momentum matrix A_G (6 x nv: momentum [linear; angular] about the centre of mass,
+    world axes); (A_G, h_G = A_G v) with ``v`` (Pinocchio's ``ccrba``)."""
+    Ag, hg = evaluate("ccrba", model, q, np.zeros(model.nv) if v is None else v)
+    return Ag if v is None else (Ag, hg)
+
+
+def centroidal_momentum(model, q, v):
+    """h_G = A_G v (Pinocchio's ``computeCentroidalMomentum``); its Function offers
+    ``jacobian="analytical"`` (dh_G/dq from ``centroidal_dynamics_derivatives``, and A_G)."""
+    return evaluate("centroidal_momentum", model, q, v)
+
+
+def dccrba(model, q, v):
+    """d/dt A_G along v (Pinocchio's ``dccrba``)."""
+    return evaluate("dccrba", model, q, v)
+
+
+def centroidal_momentum_time_variation(model, q, v, a):
+    """(h_G, dh_G/dt), gravity excluded: dh_G/dt = A_G a + dA_G/dt v (the sum of the external wrenches
+    and gravity about the centre of mass when a is the dynamics' acceleration)."""
+    return evaluate("centroidal_momentum_time_variation", model, q, v, a)
+
+
+def centroidal_dynamics_derivatives(model, q, v, a):
+    """(dh_G/dq, d(dh_G/dt)/dq, d(dh_G/dt)/dv, d(dh_G/dt)/da = A_G); d/dq on the tangent space
+    (Pinocchio's ``computeCentroidalDynamicsDerivatives``)."""
+    return evaluate("centroidal_dynamics_derivatives", model, q, v, a)
+
+
+def constraint_dynamics(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
+    """(ddq, lambda): forward dynamics under rigid contacts and the contact forces on the robot
+    (Pinocchio's ``constraintDynamics``). ``contacts``: (frame, "3d" | "6d") pairs, or (frame, type,
+    anchor) with an anchor for the Baumgarte gain ``kp``; ``reference``: the axes of lambda (local or
+    local_world_aligned); ``damping`` > 0 admits redundant contacts (see ``casrbd.algorithms.contact``)."""
+    return evaluate(
+        "constraint_dynamics", model, q, v, tau, contacts=contacts, reference=reference, kp=kp, kd=kd, damping=damping
+    )
+
+
+def constraint_dynamics_derivatives(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
+    """(dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau) of ``constraint_dynamics``."""
+    return evaluate(
+        "constraint_dynamics_derivatives",
+        model,
+        q,
+        v,
+        tau,
+        contacts=contacts,
+        reference=reference,
+        kp=kp,
+        kd=kd,
+        damping=damping,
+    )
+
+
+def impulse_dynamics(model, q, v, contacts, reference="local", restitution=0.0, damping=0.0):
+    """(v+, P): the velocity after an impact on ``contacts`` from velocity ``v`` with restitution
+    coefficient r in [0, 1] (J v+ = -r J v), and the contact impulses (``impulseDynamics``)."""
+    options = {"contacts": contacts, "reference": reference, "restitution": restitution, "damping": damping}
+    return evaluate("impulse_dynamics", model, q, v, **options)
+
+
+def impulse_dynamics_derivatives(model, q, v, contacts, reference="local", restitution=0.0, damping=0.0):
+    """(dv+/dq, dv+/dv, dP/dq, dP/dv) of ``impulse_dynamics`` (Pinocchio stores dv+/dv - I)."""
+    return evaluate(
+        "impulse_dynamics_derivatives",
+        model,
+        q,
+        v,
+        contacts=contacts,
+        reference=reference,
+        restitution=restitution,
+        damping=damping,
+    )
+
+
+def rnea_hessian(model, q, v, a, lam, f_ext=None, method="analytical"):
+    """Hessian of lam^T rnea(q, v, a, f_ext) by (q, v, a), q on the tangent space (phi(q (+) delta)
+    at delta = 0): (H_qq, H_qv, H_vv, H_qa), plus H_qf (nv x 6 njoints, f_ext vectorised column by
+    column) when f_ext is given; the a-a and a-v blocks vanish. ``method``: "analytical" (the
+    second-order adjoint in IDSVA's world frame) or "ad" (casadi's AD)."""
+    out = evaluate("rnea_hessian", model, q, v, a, lam, f_ext=f_ext, method=method)
+    return out if f_ext is not None else out[:4]
+
+
+def aba_hessian(model, q, v, tau, lam, f_ext=None, method="analytical"):
+    """Hessian of lam^T aba(q, v, tau, f_ext) by (q, v, tau), q on the tangent space: (H_qq, H_qv,
+    H_vv, H_qtau), plus H_qf when f_ext is given; the tau-tau and tau-v blocks vanish."""
+    out = evaluate("aba_hessian", model, q, v, tau, lam, f_ext=f_ext, method=method)
+    return out if f_ext is not None else out[:4]
+
+
+def rnea_second_order_derivatives(model, q, v, a, f_ext=None, method="idsva"):
+    """(d2tau_dqdq, d2tau_dvdv, d2tau_dqdv, dtau_dadq) as (nv, nv, nv) arrays in Pinocchio's layout
+    (``ComputeRNEASecondOrderDerivatives``, here with external forces): T[i, j, k] = d/dq_k of
+    dtau_dq[i, j], d2 tau_i / dv_j dv_k, d/dv_k of dtau_dq[i, j], d/dq_k of M[i, j]. ``method``:
+    "idsva" (second-order IDSVA) or "ad" (casadi's Jacobian of its Jacobian)."""
+    return evaluate("rnea_second_order_derivatives", model, q, v, a, f_ext=f_ext, method=method)

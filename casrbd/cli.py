@@ -2,10 +2,13 @@
 
 ``casrbd compare [ROBOT]``: the model, the size of every Function, and for
 every derivative method its error against casadi's AD and central finite
-differences and its evaluation time in casadi's virtual machine.
+differences and its evaluation time in casadi's virtual machine (a short
+timing by default, a few seconds in all; ``--time`` times carefully and adds
+the compiled code's time through ``casrbd.fast`` and, when Pinocchio is
+installed, Pinocchio's through its Python bindings).
 ``casrbd info [ROBOT]``: the model and the size of the core Functions.
-ROBOT is a URDF path, a model shipped with the package (default ``arm7``)
-or an example-robot-data robot name.
+ROBOT is a URDF or MJCF path, a model shipped with the package (default
+``arm7``) or an example-robot-data robot name.
 """
 
 import argparse
@@ -16,7 +19,7 @@ import numpy as np
 
 from .api import difference, integrate, random_configuration
 from .functions import function
-from .models import DEFAULT_ROBOT, load_robot
+from .models import DEFAULT_ROBOT, load_robot, robot_format, robot_path
 from .testing import central_differences, rel_err
 
 CORE_FUNCTIONS = ("rnea", "nonlinear_effects", "generalized_gravity", "crba", "aba", "minverse")
@@ -29,13 +32,87 @@ FD_METHODS = (
     ("idsva", {"minv_product": "ltdl"}),
     ("ad", {}),
 )
+# casrbd Function -> Pinocchio's function of the same quantity (called with model, data, then the inputs)
+PINOCCHIO = {
+    "rnea": "rnea",
+    "nonlinear_effects": "nonLinearEffects",
+    "generalized_gravity": "computeGeneralizedGravity",
+    "crba": "crba",
+    "aba": "aba",
+    "minverse": "computeMinverse",
+    "rnea_derivatives": "computeRNEADerivatives",
+    "aba_derivatives": "computeABADerivatives",
+}
 
 
-def vm_time(fun, args, repeat=5):
-    """Seconds per call of a Function in casadi's VM (min over batches, Python call included)."""
-    timer = timeit.Timer(lambda: fun(*args))
-    number, _ = timer.autorange()
-    return min(timer.repeat(repeat, number)) / number
+def call_time(call, careful=False):
+    """Seconds per call of a Python callable: the minimum over 5 batches of about 0.2 s (careful), else
+    one batch of about 10 ms."""
+    timer = timeit.Timer(call)
+    if careful:
+        number, _ = timer.autorange()
+        return min(timer.repeat(5, number)) / number
+    number, elapsed = 1, timer.timeit(1)
+    while elapsed < 0.01:
+        number = max(2 * number, int(0.012 * number / max(elapsed, 1e-9)))
+        elapsed = timer.timeit(number)
+    return elapsed / number
+
+
+def vm_time(fun, args, careful=False):
+    """Seconds per call of a Function in casadi's VM (the Python call included)."""
+    return call_time(lambda: fun(*args), careful)
+
+
+class Timings:
+    """The time columns of the tables: casadi's VM, and with ``careful`` the compiled code (casrbd.fast,
+    a checked call returning new arrays) and Pinocchio's Python bindings on the same robot."""
+
+    def __init__(self, path, model, careful, seed):
+        self.careful, self.pinocchio, self.note = careful, None, ""
+        self.header = f"{'VM time':>10s}" + (f" {'compiled':>10s} {'Pinocchio':>10s}" if careful else "")
+        if careful:
+            self.pinocchio, self.note = _pinocchio(path, model, seed)
+
+    def row(self, model, name, fun, args, **options):
+        """The time columns of Function ``name`` (``fun``, with options) at ``args`` (q, v, x[, f_ext])."""
+        text = f"{vm_time(fun, args, self.careful) * 1e6:8.1f} us"
+        if not self.careful:
+            return text
+        from . import fast
+
+        f_ext = len(args) == 4
+        compiled = fast.function(model, name, f_ext=f_ext, **options)
+        text += f" {call_time(lambda: compiled(*args), True) * 1e6:8.2f} us"
+        if self.pinocchio is None:
+            return text + f" {'-':>10s}"
+        pm, pd, state = self.pinocchio
+        call = getattr(__import__("pinocchio"), PINOCCHIO[name])
+        inputs = state[: len(args) - f_ext]
+        return text + f" {call_time(lambda: call(pm, pd, *inputs), True) * 1e6:8.2f} us"
+
+
+def _pinocchio(path, model, seed):
+    """(Pinocchio's model, data and a random state of it) of the robot file, or None, and a note."""
+    try:
+        import pinocchio as pin
+    except ImportError:
+        return None, "Pinocchio is not installed: no Pinocchio times"
+    if robot_format(path) == "mjcf":
+        pm = pin.buildModelFromMJCF(path)
+    elif model.joints and model.joints[0].type == "floating" and model.names[0] == "root_joint":
+        pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    else:
+        pm = pin.buildModelFromUrdf(path)
+    if pm.nv != model.nv:
+        return None, f"Pinocchio's parser gives nv = {pm.nv} for this file (casrbd: {model.nv}): no Pinocchio times"
+    rng = np.random.default_rng(seed)
+    q = pin.integrate(pm, pin.neutral(pm), rng.normal(size=pm.nv))
+    note = (
+        "compiled: casrbd.fast (a checked call returning new arrays); Pinocchio: its own parse of the file, "
+        "at a random state of its own, through its Python bindings, without external forces"
+    )
+    return (pm, pm.createData(), (q, rng.normal(size=pm.nv), rng.normal(size=pm.nv))), note
 
 
 def _numeric(fun, *args):
@@ -50,15 +127,19 @@ def compare(args):
     q = random_configuration(model, rng)
     v, x = rng.normal(size=model.nv), rng.normal(size=model.nv)
     F = rng.normal(size=(6, model.njoints))
+    timings = Timings(robot_path(args.robot)[0], model, args.time, args.seed)
     print(
         f"\nat a random state (seed {args.seed}) with random external forces; errors are relative "
-        f"(max |x - ref| / max(1, max |ref|)); VM time per call includes Python's call overhead\n"
+        f"(max |x - ref| / max(1, max |ref|)); times per call include Python's call "
+        + ("(careful timing)" if args.time else "(a short timing: --time for careful ones, compiled and Pinocchio's)")
     )
-    print(f"{'Function':<34s} {'n_instructions':>14s} {'VM time':>10s}")
+    if args.time:
+        print(timings.note)
+    print(f"\n{'Function':<34s} {'n_instructions':>14s} {timings.header}")
     for name in CORE_FUNCTIONS:
         fun = function(model, name)
         ins = [q, v, x][: fun.n_in()]
-        print(f"{name:<34s} {fun.n_instructions():14d} {vm_time(fun, ins) * 1e6:8.1f} us")
+        print(f"{name:<34s} {fun.n_instructions():14d} {timings.row(model, name, fun, ins)}")
     for kind, methods, plain in (("rnea", ID_METHODS, "rnea"), ("aba", FD_METHODS, "aba")):
         dyn = function(model, plain, f_ext=True)
         fd = central_differences(model, lambda *a, f=dyn: np.array(f(*a)).ravel(), q, v, x, F)
@@ -69,16 +150,14 @@ def compare(args):
             out = _numeric(fun, q, v, x, F)
             if method == "ad":
                 ref = out
-            rows.append((method + "".join(f"/{v}" for v in extra.values()), fun, out))
+            rows.append((method + "".join(f"/{v}" for v in extra.values()), fun, out, {"method": method, **extra}))
         print(f"\n{kind}_derivatives: d/dq, d/dv, d/d{'a' if kind == 'rnea' else 'tau'}")
-        print(f"{'method':<22s} {'n_instructions':>14s} {'VM time':>10s} {'err vs AD':>10s} {'err vs FD':>10s}")
-        for label, fun, out in rows:
+        print(f"{'method':<22s} {'n_instructions':>14s} {timings.header} {'err vs AD':>10s} {'err vs FD':>10s}")
+        for label, fun, out, options in rows:
             err_ad = max(rel_err(o, r) for o, r in zip(out, ref))
             err_fd = max(rel_err(o, r) for o, r in zip(out, fd))
-            print(
-                f"{label:<22s} {fun.n_instructions():14d} {vm_time(fun, [q, v, x, F]) * 1e6:8.1f} us "
-                f"{err_ad:10.1e} {err_fd:10.1e}"
-            )
+            row = timings.row(model, f"{kind}_derivatives", fun, [q, v, x, F], **options)
+            print(f"{label:<22s} {fun.n_instructions():14d} {row} {err_ad:10.1e} {err_fd:10.1e}")
     print(
         f"\nmanifold check: |difference(q, integrate(q, v)) - v| = "
         f"{np.max(np.abs(difference(model, q, integrate(model, q, 0.1 * v)) - 0.1 * v)):.1e}"
@@ -107,10 +186,16 @@ def main(argv=None):
             "robot",
             nargs="?",
             default=DEFAULT_ROBOT,
-            help="URDF path, shipped model or example-robot-data name (default: %(default)s)",
+            help="URDF or MJCF path, shipped model or example-robot-data name (default: %(default)s)",
         )
         p.add_argument("--floating-base", action="store_true", default=None, help="add a free-flyer root")
         p.add_argument("--seed", type=int, default=0, help="random state (default: %(default)s)")
+        if name == "compare":
+            p.add_argument(
+                "--time",
+                action="store_true",
+                help="careful timing, plus compiled code (casrbd.fast, compiles every Function once) and Pinocchio",
+            )
         p.set_defaults(run=run)
     args = parser.parse_args(argv)
     try:

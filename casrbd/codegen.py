@@ -170,23 +170,30 @@ def check_names(functions, library=None):
         owner[symbol] = who
 
 
-def _custom_jacobian(f):
-    """``jac_<name>`` when ``f`` was built with a custom Jacobian, else None.
+def _custom_derivatives(f):
+    """The derivative Functions that are part of ``f``: its custom Jacobian ``jac_<name>``, and a
+    second-order adjoint ``adj1_<name>`` (``casrbd.function(..., hessian="analytical")``) with its own
+    custom Jacobian ``jac_adj1_<name>``.
 
-    ``f.cache()`` also lists any Jacobian casadi built on request while someone holds it, which must
-    not change what is generated; only a custom Jacobian is part of the Function and survives
-    serialization."""
-    return ca.Function.deserialize(f.serialize()).cache().get("jac_" + f.name())
+    ``f.cache()`` also lists any derivative casadi built on request while someone holds it, which
+    must not change what is generated. A custom Jacobian survives serialization, so it is taken from
+    there; the ``cache`` option does not (casadi 3.8), so the adjoint is taken from the live cache,
+    where only a casrbd adjoint carries a custom Jacobian of its own."""
+    found = list(ca.Function.deserialize(f.serialize()).cache().values())
+    adjoint = f.cache().get("adj1_" + f.name())
+    own = [] if adjoint is None else _custom_derivatives(adjoint)
+    return found + ([adjoint, *own] if own else [])
 
 
-def _with_jacobians(functions):
-    return [g for f in functions for g in (f, _custom_jacobian(f)) if g is not None]
+def _with_derivatives(functions):
+    return [g for f in functions for g in (f, *_custom_derivatives(f))]
 
 
 def generate(functions, directory, name):
-    """Write ``name.c`` and ``name.h`` for the Functions and their custom Jacobians into ``directory``;
+    """Write ``name.c`` and ``name.h`` for the Functions and their custom derivatives into ``directory``;
     returns their paths."""
-    return _generate(_with_jacobians([functions] if isinstance(functions, ca.Function) else functions), directory, name)
+    functions = [functions] if isinstance(functions, ca.Function) else functions
+    return _generate(_with_derivatives(functions), directory, name)
 
 
 def _generate(functions, directory, name):
@@ -261,9 +268,10 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     flags = tuple(flags)
     check_names(functions, name)
     compiler = find_compiler(compiler)
-    # a Function's serialization holds its custom Jacobian and the model's constants
+    # the serializations hold the model's constants and every derivative shipped with the Functions
+    everything = _with_derivatives(functions)
     key = hashlib.sha256(
-        "\0".join([ca.__version__, compiler, *flags, name, _cpu()] + [f.serialize() for f in functions]).encode()
+        "\0".join([ca.__version__, compiler, *flags, name, _cpu()] + [f.serialize() for f in everything]).encode()
     ).hexdigest()[:20]
     # the key is in the path: a library loaded by path is never replaced by another build
     build = cache_dir() / f"{name}-{key}"
@@ -275,7 +283,6 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     # build in a private directory and move the results in, library last: processes building the same
     # key at once never see a half-written file, and an existing library means a complete build
     with tempfile.TemporaryDirectory(dir=build) as tmp:
-        everything = _with_jacobians(functions)
         c_file, h_file = _generate(everything, tmp, name)
         if verbose is None:
             verbose = sum(f.n_instructions() for f in everything if f.is_a("SXFunction")) > VERBOSE_INSTRUCTIONS

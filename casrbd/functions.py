@@ -16,7 +16,7 @@ from .algorithms.articulated import singular_joints
 from .algorithms.configuration import tangent_map
 from .model import per_model
 from .spatial import Inertia
-from .spec import F_EXT, PI, REQUIRED
+from .spec import F_EXT, PI, REQUIRED, Arg
 
 JACOBIANS = ("ad", "analytical")
 SYMBOLIC = ("SX", "MX")
@@ -71,7 +71,7 @@ def _c_name(text):
     return name if re.match(r"[A-Za-z_]", name) else "m_" + name
 
 
-def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=False, **options):
+def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=False, hessian=None, **options):
     """The named casadi Function of an algorithm for ``model``, built once and cached.
 
     Inputs are named as the algorithm's arguments (``q``, ``v``, ``a`` or ``tau``),
@@ -86,7 +86,16 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
     graphs, Opti and nlpsol, is the analytical one (``options`` such as
     ``method`` pick it), composed with the map from raw q to the tangent space,
     so it equals the AD Jacobian in every direction. SX callers inline an SX
-    Function and differentiate its graph.
+    Function and differentiate its graph. With ``parameters=True`` it includes
+    d tau / d pi = Y and d a / d pi = -M^-1 Y (``algorithms/regressor.py``).
+
+    ``hessian``, with ``jacobian="analytical"`` (default: "analytical" where the
+    spec carries a second-order adjoint, rnea and aba): casadi's reverse mode of
+    the Function (a gradient) is the analytical adjoint, and its Jacobian (the
+    forward-over-reverse of IPOPT's exact Hessian) the analytical contracted
+    Hessian, composed with the raw-q maps so that they equal AD's in every
+    direction (``adj1_<name>`` and ``jac_adj1_<name>`` in casadi's derivative
+    cache); "ad": casadi differentiates the Function's graph for those.
     """
     s = spec(name)
     choice("symbolic type", symbolic, SYMBOLIC)
@@ -95,14 +104,26 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
         raise ValueError(
             f"{name} takes no external forces; f_ext=True is valid for {[n for n, t in SPECS.items() if t.f_ext]}"
         )
+    if hessian is None:
+        # analytical where it is offered; the second-order adjoint has no blocks for the parameters
+        hessian = "analytical" if jacobian == "analytical" and s.hessian is not None and not parameters else "ad"
+    choice("hessian", hessian, JACOBIANS)
+    if hessian == "analytical" and (jacobian != "analytical" or s.hessian is None):
+        raise ValueError(
+            f"hessian='analytical' needs jacobian='analytical' and is offered for "
+            f"{[n for n, t in SPECS.items() if t.hessian]}, not {name!r} with jacobian={jacobian!r}"
+        )
     jac_options = None
     if jacobian == "analytical":
         if s.jacobian is None:
             raise ValueError(
                 f"jacobian='analytical' is offered for {[n for n, t in SPECS.items() if t.jacobian]}, not {name!r}"
             )
-        jac_options = resolve_options(model, f"{name} (jacobian='analytical')", s.jacobian.options, options)
-        options = {}
+        # the spec's own options (a contact set) select the Function, the others its Jacobian's method
+        own = {k: x for k, x in options.items() if k in s.options}
+        rest = {k: x for k, x in options.items() if k not in s.options}
+        jac_options = resolve_options(model, f"{name} (jacobian='analytical')", s.jacobian.options, rest)
+        options = own
     options = resolve_options(model, name, s.options, options)
     if not parameters:  # with parameters as inputs, M depends on them
         require_defined(model, s)
@@ -111,6 +132,7 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
         symbolic,
         bool(f_ext),
         bool(parameters),
+        hessian,
         tuple(sorted(options.items())),
         None if jac_options is None else tuple(sorted(jac_options.items())),
     )
@@ -119,19 +141,20 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
 
 @per_model
 def _cached(model, key):
-    name, symbolic, f_ext, parameters, options, jac_options = key
+    name, symbolic, f_ext, parameters, hessian, options, jac_options = key
     return _build(
         model,
         SPECS[name],
         getattr(ca, symbolic),
         f_ext,
         parameters,
+        hessian == "analytical",
         dict(options),
         None if jac_options is None else dict(jac_options),
     )
 
 
-def _build(model, s, sym, f_ext, parameters, options, jac_options):
+def _build(model, s, sym, f_ext, parameters, second_order, options, jac_options):
     inputs = s.inputs + ((F_EXT,) if f_ext else ()) + ((PI,) if parameters else ())
     args = [sym.sym(arg.name, *arg.shape(model)) for arg in inputs]
     named = {arg.name: x for arg, x in zip(inputs, args)}
@@ -145,16 +168,24 @@ def _build(model, s, sym, f_ext, parameters, options, jac_options):
     # one common-subexpression pass over all outputs: they share kinematics
     outs = ca.cse(list(outs) if isinstance(outs, tuple) else [outs])
     suffix = "".join(f"_{v}" for _, v in sorted({**options, **(jac_options or {})}.items()))
-    fname = _c_name(f"{model.name}_{s.name}{suffix}" + ("_pi" if parameters else ""))
+    # with hessian="ad" casadi builds adj1_<name> by AD: a name of its own keeps the two apart
+    suffix += "_pi" * parameters + "_adhessian" * (
+        jac_options is not None and s.hessian is not None and not second_order
+    )
+    fname = _c_name(f"{model.name}_{s.name}{suffix}")
     fopts = {}
     if jac_options is not None:
-        blocks = s.jacobian.impl(model, *args[: len(s.inputs)], **extra, **jac_options)
+        blocks = s.jacobian.impl(model, *args[: len(s.inputs)], **extra, **options, **jac_options)
         fopts = {
             "custom_jacobian": _custom_jacobian(model, s, fname, inputs, args, outs, blocks),
-            # it serves Jacobians and many directions; one adjoint (a gradient, and the exact
-            # Hessian's forward-over-reverse) goes through AD of the smaller dynamics graph
+            # it serves Jacobians and many directions; one adjoint (a gradient, and the exact Hessian's
+            # forward-over-reverse) goes through the reverse mode: the second-order adjoint below, or
+            # AD of the dynamics graph, which is smaller than the Jacobian's
             "jac_penalty": 0.5,
         }
+        if second_order:
+            adjoint = _second_order_adjoint(model, s, fname, inputs, args, outs, extra, jac_options)
+            fopts["cache"] = {adjoint.name(): adjoint}
     return ca.Function(fname, args, outs, [a.name for a in inputs], [o.name for o in s.outputs], fopts)
 
 
@@ -181,4 +212,55 @@ def _custom_jacobian(model, s, fname, inputs, args, outs, blocks):
         ca.cse(jac),
         [a.name for a in inputs] + ["out_" + out.name for out in s.outputs],
         [f"jac_{out.name}_{arg.name}" for out in s.outputs for arg in inputs],
+    )
+
+
+def _second_order_adjoint(model, s, fname, inputs, args, outs, extra, options):
+    """adj1_<fname>: lam^T d out / d inputs in raw coordinates, with the custom Jacobian
+    jac_adj1_<fname> (casadi's layout: blocks d adj_x / d (inputs, out, lam), then the nominal
+    adjoints as inputs) from the spec's second-order adjoint. For a configuration x with tangent map
+    T(x): adj_x = T^T g_x, d adj_x / d x = T^T D_xx T + d(T(x)^T g)/dx at fixed g (the curvature of
+    the normalisation inside the joints; AD of T's few joint-local entries)."""
+    (out,), (o,) = s.outputs, outs
+    sym = type(o)
+    nominal, lam = sym.sym("out_" + out.name, o.shape), sym.sym("adj_" + out.name, o.shape)
+    gradient, jacobian = s.hessian.impl(model, *args[: len(s.inputs)], lam=lam, **extra, **options)
+    config = {a.name: tangent_map(model, x) for a, x in zip(inputs, args) if a.kind == "configuration"}
+    wrts = list(zip(inputs, args)) + [(None, nominal), (Arg("lam", "tangent"), lam)]
+    adjoints, blocks = [], []
+    for a, x in zip(inputs, args):
+        if a.name not in gradient and a.kind == "parameters":
+            raise NotImplementedError(f"{s.name}: no second-order adjoint for the parameters; use hessian='ad'")
+        g = ca.vec(gradient.get(a.name, ca.DM(x.numel(), 1)))
+        adjoints.append(ca.reshape(ca.mtimes(config[a.name].T, g) if a.name in config else g, x.shape))
+        for b, y in wrts:
+            block = None if b is None else jacobian.get((a.name, b.name))
+            if block is None:
+                block = ca.DM(x.numel(), y.numel())
+            else:
+                block = ca.mtimes(config[a.name].T, block) if a.name in config else block
+                block = ca.mtimes(block, config[b.name]) if b.name in config else block
+            if a.name in config and b is a:
+                G = sym.sym("g", g.shape)
+                curvature = ca.jacobian(ca.mtimes(config[a.name].T, G), x)
+                block = block + ca.substitute(curvature, G, g)
+            blocks.append(block)
+    names_in = [a.name for a in inputs] + ["out_" + out.name, "adj_" + out.name]
+    names_out = ["adj_" + a.name for a in inputs]
+    out_adjoints = [sym.sym("out_" + n, x.shape) for n, x in zip(names_out, args)]
+    jac = ca.Function(
+        "jac_adj1_" + fname,
+        args + [nominal, lam] + out_adjoints,
+        ca.cse(blocks),
+        names_in + ["out_" + n for n in names_out],
+        [f"jac_{n}_{m}" for n in names_out for m in names_in],
+    )
+    return ca.Function(
+        "adj1_" + fname,
+        args + [nominal, lam],
+        ca.cse(adjoints),
+        names_in,
+        names_out,
+        # the Jacobian always: it is the contracted Hessian, which the forward sweep asks for
+        {"custom_jacobian": jac, "jac_penalty": 0},
     )

@@ -1,6 +1,6 @@
 """Models by name and synthetic models for tests and scaling benchmarks.
 
-``load_robot`` resolves a URDF path, a model shipped with the package
+``load_robot`` resolves a URDF or MJCF path, a model shipped with the package
 (``arm7``, the default) or an example-robot-data robot (found through the
 installed distribution's files; it is a test extra, never downloaded).
 ``random_tree`` builds kinematic trees of any size, branching and joint mix
@@ -9,12 +9,13 @@ spatial_v2's autoTree).
 """
 
 import os
+import re
 from importlib import metadata, resources
 
 import numpy as np
 
 from .joints import JOINT_TYPES
-from .loaders import load_urdf
+from .loaders import load_mjcf, load_urdf
 from .model import Body, Frame, Model
 from .spatial import SE3, Inertia, quaternion_matrix
 
@@ -53,8 +54,17 @@ def example_robot_data_dir():
     return None
 
 
+def robot_format(path):
+    """The format of a robot file: "mjcf" when its root element is <mujoco>, else "urdf"."""
+    with open(path, "rb") as fh:
+        head = fh.read(65536).decode("utf-8", errors="replace")
+    # the first element's tag, after the XML declaration, comments and processing instructions
+    first = re.search(r"<(?![?!])\s*([\w:.-]+)", re.sub(r"<!--.*?-->", "", head, flags=re.DOTALL))
+    return "mjcf" if first and first.group(1) == "mujoco" else "urdf"
+
+
 def robot_path(name):
-    """(URDF path, free-flyer root) of a robot name or URDF path."""
+    """(URDF or MJCF path, free-flyer root) of a robot name or file path."""
     if os.path.isfile(name):
         return name, False
     if name in SHIPPED:
@@ -72,8 +82,14 @@ def robot_path(name):
 
 
 def load_robot(name=DEFAULT_ROBOT, floating_base=None):
-    """Model of a robot name (see ``robot_path``) or URDF path; legged robots get a free-flyer root."""
+    """Model of a robot name (see ``robot_path``), URDF or MJCF path; legged robots get a free-flyer root.
+    An MJCF file (root element <mujoco>) says itself where its free joints are: ``floating_base`` must
+    then be left to None or False."""
     path, floating = robot_path(name)
+    if robot_format(path) == "mjcf":
+        if floating_base:
+            raise ValueError(f"{path}: an MJCF file has its own free joints; floating_base applies to URDF only")
+        return load_mjcf(path)
     return load_urdf(path, floating if floating_base is None else floating_base)
 
 

@@ -40,46 +40,59 @@ def dynamics(
     f_ext=False,
     hessian="exact",
     flags=COMPILE_FLAGS,
+    second_order=None,
     **options,
 ):
     """The forward (``"aba"``) or inverse (``"rnea"``) dynamics Function for MX graphs.
 
     ``jacobian="analytical"``: casadi's Jacobian of a call is the analytical
     one (``options``, e.g. ``method="idsva"``, pick it); ``"ad"``: casadi
-    differentiates the Function's graph. ``compiled=True`` exports C through
-    ``casrbd.codegen`` and loads it back; a compiled Function cannot be
-    differentiated by casadi, so the library carries the Jacobian
-    ``jac_<name>`` (analytical, or AD's) and, for ``hessian="exact"``, its
-    Jacobian ``jac_jac_<name>``, which IPOPT's exact Hessian needs: AD of AD
-    of the dynamics graph in both modes (AD of the analytical Jacobian's
-    larger graph costs more).
-    ``flags``: the C compiler's (``COMPILE_FLAGS``: -O1, since the Jacobian of
-    the Jacobian has 1e5 to 1e6 instructions and -O3 takes minutes on it).
+    differentiates the Function's graph. ``second_order`` (with the
+    analytical Jacobian; default "analytical"): casadi's gradient and the exact
+    Hessian's forward-over-reverse go through the analytical adjoint and
+    contracted Hessian (``casrbd.function``'s ``hessian``); "ad": through AD of
+    the dynamics graph.
+    ``compiled=True`` exports the dynamics as C through ``casrbd.codegen`` and
+    loads it back (the rest of the NLP stays in casadi's VM; to compile the
+    whole NLP, pass ``compiled=True`` to ``solver_options`` instead). A
+    compiled Function cannot be differentiated by casadi, so the library
+    carries the derivatives casadi asks for: the Jacobian ``jac_<name>`` and,
+    for ``hessian="exact"``, the analytical adjoint and its Jacobian
+    (``adj1_<name>``, ``jac_adj1_<name>``), or with AD second order the
+    Jacobian's Jacobian ``jac_jac_<name>`` (AD of AD of the dynamics graph).
+    ``flags``: the C compiler's (``COMPILE_FLAGS``: -O1, since second
+    derivatives have 1e5 to 1e6 instructions and -O3 takes minutes on them).
     """
     _choice("name", name, DYNAMICS)
     _choice("jacobian", jacobian, JACOBIANS)
     _choice("hessian", hessian, HESSIANS)
-    if jacobian == "ad" and options:
-        raise TypeError(f"options {sorted(options)} select an analytical Jacobian; jacobian='ad' takes none")
+    if jacobian == "ad" and (options or second_order == "analytical"):
+        raise TypeError(
+            f"options {sorted(options)} and second_order='analytical' select analytical derivatives; "
+            f"jacobian='ad' takes neither"
+        )
+    second_order = second_order or ("analytical" if jacobian == "analytical" else "ad")
+    _choice("second_order", second_order, JACOBIANS)
     if not compiled:
-        return function(model, name, symbolic="SX", f_ext=f_ext, jacobian=jacobian, **options)
-    functions = library_functions(model, name, jacobian, f_ext, hessian, **options)
+        return function(model, name, f_ext=f_ext, jacobian=jacobian, hessian=second_order, **options)
+    functions = library_functions(model, name, jacobian, f_ext, hessian, second_order, **options)
     lib = codegen.compile_functions(
         functions, name=functions[0].name() + ("_h" if hessian == "exact" else "_j"), flags=flags
     )
     return lib[functions[0].name()]
 
 
-def library_functions(model, name, jacobian="analytical", f_ext=False, hessian="exact", **options):
-    """[f, jac_f, jac_jac_f] as ``dynamics`` compiles them (jac_f only for AD: codegen ships a custom
-    Jacobian with f; jac_jac_f only for the exact Hessian)."""
-    f = function(model, name, symbolic="SX", f_ext=f_ext, jacobian=jacobian, **options)
+def library_functions(model, name, jacobian="analytical", f_ext=False, hessian="exact", second_order=None, **options):
+    """The Functions ``dynamics`` compiles: f, with jac_f for AD (codegen ships a custom Jacobian and
+    a second-order adjoint with f), and for the exact Hessian with AD second order the Jacobian's
+    Jacobian jac_jac_f (AD of the dynamics graph in both first-order modes, as casadi takes it in the
+    VM)."""
+    second_order = second_order or ("analytical" if jacobian == "analytical" else "ad")
+    f = function(model, name, f_ext=f_ext, jacobian=jacobian, hessian=second_order, **options)
     jac = f.jacobian()
     functions = [f] + ([jac] if jacobian == "ad" else [])
-    if hessian == "exact":
-        # second derivatives by AD of the dynamics graph in both modes, as casadi takes them in the VM
-        # (see ``function``): named as the Jacobian of this f's Jacobian
-        H = function(model, name, symbolic="SX", f_ext=f_ext).jacobian().jacobian()
+    if hessian == "exact" and second_order == "ad":
+        H = function(model, name, f_ext=f_ext).jacobian().jacobian()
         functions.append(ca.Function("jac_" + jac.name(), H.sx_in(), H.call(H.sx_in()), H.name_in(), H.name_out()))
     return functions
 
@@ -124,10 +137,15 @@ def euler_step(model, q, v, a, dt):
     return function(model, "integrate")(q, v * dt), v + a * dt
 
 
-def solver_options(hessian="exact", warm_start=False, verbose=False, **ipopt):
+def solver_options(hessian="exact", warm_start=False, verbose=False, compiled=False, flags=COMPILE_FLAGS, **ipopt):
     """Options for ``opti.solver("ipopt", ...)``; ``ipopt`` adds IPOPT options by name.
 
-    ``warm_start``: start from the given primal and dual values (for MPC)."""
+    ``warm_start``: start from the given primal and dual values (for MPC).
+    ``compiled``: casadi generates C for the NLP's functions (objective,
+    constraints, their Jacobian, the Hessian of the Lagrangian, with the
+    dynamics Functions and their derivatives inside) and compiles them with
+    the system C compiler and ``flags`` when the solver is created (casadi's
+    ``jit``); the derivatives are the ones the dynamics Functions carry."""
     _choice("hessian", hessian, HESSIANS)
     opts = {
         "record_time": True,
@@ -136,6 +154,14 @@ def solver_options(hessian="exact", warm_start=False, verbose=False, **ipopt):
         "ipopt.print_level": 5 if verbose else 0,
         "ipopt.sb": "yes",
     }
+    if compiled:
+        opts.update(
+            {
+                "jit": True,
+                "compiler": "shell",
+                "jit_options": {"compiler": codegen.find_compiler(), "flags": list(flags), "verbose": verbose},
+            }
+        )
     if warm_start:
         # small pushes off the bounds keep the warm start where the last solution was
         opts.update(

@@ -31,6 +31,9 @@ def ang(x):
 
 def skew(a):
     """[a]x, the 3 x 3 matrix with [a]x b = a x b."""
+    if (a.numel() if isinstance(a, (ca.SX, ca.MX, ca.DM)) else np.size(a)) != 3:
+        # a set (3 x k) here would be read entry by entry, silently wrong
+        raise ValueError(f"skew: a 3-vector expected, got shape {a.shape}")
     return ca.vertcat(ca.horzcat(0, -a[2], a[1]), ca.horzcat(a[2], 0, -a[0]), ca.horzcat(-a[1], a[0], 0))
 
 
@@ -297,30 +300,28 @@ def quaternion_product(a, b):
 def _small(t, exact, series, tol=1e-4):
     """exact(t) away from t = 0, its Taylor series below tol (t is a squared angle).
 
-    casadi's if_else masks the branch it does not take, so the 0/0 of the
-    exact branch at t = 0 never reaches values or derivatives."""
-    return ca.if_else(t < tol, series, exact)
+    The exact branch is evaluated at max(t, tol): casadi's if_else multiplies the branch it does
+    not take by zero, and reverse-mode derivatives would meet 0 * inf there at t = 0."""
+    return ca.if_else(t < tol, series, exact(ca.fmax(t, tol)))
 
 
 def exp3_quaternion(w):
     """Unit quaternion of the rotation vector w."""
     t = ca.sumsqr(w)
-    th = ca.sqrt(t)
-    s = _small(t, ca.sin(th / 2) / th, 0.5 - t / 48 + t * t / 3840)
+    s = _small(t, lambda t: ca.sin(ca.sqrt(t) / 2) / ca.sqrt(t), 0.5 - t / 48 + t * t / 3840)
     # the series also for cos: d sqrt(t)/dt is infinite at t = 0
-    return ca.vertcat(s * w, _small(t, ca.cos(th / 2), 1 - t / 8 + t * t / 384))
+    return ca.vertcat(s * w, _small(t, lambda t: ca.cos(ca.sqrt(t) / 2), 1 - t / 8 + t * t / 384))
 
 
 def _rodrigues_coefficients(t):
-    th = ca.sqrt(t)
-    a = _small(t, ca.sin(th) / th, 1 - t / 6 + t * t / 120)
-    b = _small(t, 2 * ca.sin(th / 2) ** 2 / t, 0.5 - t / 24 + t * t / 720)
-    return th, a, b
+    a = _small(t, lambda t: ca.sin(ca.sqrt(t)) / ca.sqrt(t), 1 - t / 6 + t * t / 120)
+    b = _small(t, lambda t: 2 * ca.sin(ca.sqrt(t) / 2) ** 2 / t, 0.5 - t / 24 + t * t / 720)
+    return a, b
 
 
 def exp3(w):
     """Rotation matrix of the rotation vector w (Rodrigues)."""
-    _, a, b = _rodrigues_coefficients(ca.sumsqr(w))
+    a, b = _rodrigues_coefficients(ca.sumsqr(w))
     W = skew(w)
     return ca.DM.eye(3) + a * W + b * ca.mtimes(W, W)
 
@@ -331,8 +332,7 @@ def log3_quaternion(quat):
     sign = ca.if_else(w < 0, -1, 1)
     aw = sign * w
     s2 = ca.sumsqr(v)
-    s = ca.sqrt(s2)
-    k = _small(s2, 2 * ca.atan2(s, aw) / s, 2 / aw - 2 * s2 / (3 * aw**3), tol=1e-12)
+    k = _small(s2, lambda s2: 2 * ca.atan2(ca.sqrt(s2), aw) / ca.sqrt(s2), 2 / aw - 2 * s2 / (3 * aw**3), tol=1e-12)
     return sign * k * v
 
 
@@ -340,8 +340,8 @@ def se3_exp(nu):
     """exp of the twist nu = [v; w]: (R, p) of the placement reached after unit time."""
     v, w = lin(nu), ang(nu)
     t = ca.sumsqr(w)
-    th, _, b = _rodrigues_coefficients(t)
-    c = _small(t, (th - ca.sin(th)) / (t * th), 1.0 / 6 - t / 120 + t * t / 5040)
+    _, b = _rodrigues_coefficients(t)
+    c = _small(t, lambda t: (ca.sqrt(t) - ca.sin(ca.sqrt(t))) / (t * ca.sqrt(t)), 1.0 / 6 - t / 120 + t * t / 5040)
     W = skew(w)
     return exp3(w), ca.mtimes(ca.DM.eye(3) + b * W + c * ca.mtimes(W, W), v)
 
@@ -349,8 +349,12 @@ def se3_exp(nu):
 def se3_log_translation(w, p):
     """Linear part of log6 for rotation vector w and translation p: V(w)^-1 p."""
     t = ca.sumsqr(w)
-    th = ca.sqrt(t)
-    d = _small(t, (1 - th * ca.sin(th) / (4 * ca.sin(th / 2) ** 2)) / t, 1.0 / 12 + t / 720 + t * t / 30240)
+
+    def exact(t):
+        th = ca.sqrt(t)
+        return (1 - th * ca.sin(th) / (4 * ca.sin(th / 2) ** 2)) / t
+
+    d = _small(t, exact, 1.0 / 12 + t / 720 + t * t / 30240)
     W = skew(w)
     return p - 0.5 * ca.mtimes(W, p) + d * ca.mtimes(W, ca.mtimes(W, p))
 

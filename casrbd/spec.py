@@ -42,8 +42,9 @@ PI = Arg("pi", "parameters")
 
 
 class Out(NamedTuple):
-    """An output: ``kind`` "vector" (a column, returned as a 1-D array), "matrix", or "placements"
-    (4 x 4k homogeneous matrices side by side, returned as a list of k)."""
+    """An output: ``kind`` "vector" (a column, returned as a 1-D array), "matrix", "placements"
+    (4 x 4k homogeneous matrices side by side, returned as a list of k) or "tensor" (T[i, j, k] of
+    an n x n x n tensor at (i, j + n k), returned as an (n, n, n) array)."""
 
     name: str
     kind: str = "matrix"
@@ -79,6 +80,7 @@ class Spec(NamedTuple):
     options: dict = {}
     regular_mass: bool = False  # undefined when the mass matrix is singular
     jacobian: object = None  # a Jacobian, attached by a derivative module
+    hessian: object = None  # a SecondOrderAdjoint, attached by a second-order module
 
 
 class Jacobian(NamedTuple):
@@ -91,3 +93,17 @@ class Jacobian(NamedTuple):
     of: str
     impl: Callable
     options: dict = {}
+
+
+class SecondOrderAdjoint(NamedTuple):
+    """The second-order adjoint of the single-output Function ``of``, for casadi's reverse mode and
+    the exact Hessians built on it (``casrbd.functions`` installs it as ``adj1_<name>``).
+
+    ``impl(model, *inputs, lam, f_ext=None, **options)`` returns (gradient, jacobian): gradient
+    {input name: lam^T d output / d input} (configuration inputs on the tangent space, nv
+    entries); jacobian {(input name, wrt): d gradient[input] / d wrt} for wrt an input name or
+    "lam", configuration inputs moved along q (+) delta; missing blocks are zero. ``options``
+    select the method; they are the options of the spec's Jacobian."""
+
+    of: str
+    impl: Callable

@@ -60,6 +60,7 @@ def solve(
     q_start=Q_START,
     q_goal=Q_GOAL,
     w_v=0.01,
+    second_order=None,
 ):
     """Solve the point-to-point problem; returns a dict with the model, limits, tool frame,
     times t, q, v (nodes + 1 rows), tau (nodes rows), dt and the solver stats."""
@@ -69,7 +70,7 @@ def solve(
         raise ValueError(f"duration must be positive, got {duration}")
     model, lim, tool = load_arm()
     n, dt = model.nv, duration / nodes
-    fd = ocp.dynamics(model, "aba", jacobian, compiled, hessian=hessian)
+    fd = ocp.dynamics(model, "aba", jacobian, second_order=second_order)
     x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)
     step = ca.Function("rk4", [x, u], [ocp.rk4(ocp.forward_dynamics_ode(model, fd), x, u, dt)])
 
@@ -90,7 +91,7 @@ def solve(
     opti.set_initial(Q, q_guess)
     opti.set_initial(V, np.tile((q_goal - q_start)[:, None] / duration, nodes + 1))
     opti.set_initial(T, np.column_stack([casrbd.generalized_gravity(model, q) for q in q_guess[:, :-1].T]))
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
+    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
     stats = ocp.solve(opti)
     value = opti.debug.value  # the solution, or the last iterate if the solve failed
     return {
@@ -132,11 +133,22 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
     p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
     p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="dynamics as C code through casrbd.codegen")
+    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
+    p.add_argument(
+        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
+    )
     p.add_argument("--plot", metavar="PATH.png", help="write q, v, tau over time and PATH_snapshots.png")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
-    result = solve(args.nodes, args.duration, args.jacobian, args.compiled, args.hessian, args.verbose)
+    result = solve(
+        args.nodes,
+        args.duration,
+        args.jacobian,
+        args.compiled,
+        args.hessian,
+        args.verbose,
+        second_order=args.second_order,
+    )
     print(
         f"arm point to point ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
         f"{ocp.format_stats(result['stats'])}"

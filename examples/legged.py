@@ -62,7 +62,15 @@ def schedule(nodes, phases=PHASES):
 
 
 def solve(
-    nodes=40, jump=0.1, tau_max=2.5, mu=0.7, jacobian="analytical", compiled=False, hessian="exact", verbose=False
+    nodes=40,
+    jump=0.1,
+    tau_max=2.5,
+    mu=0.7,
+    jacobian="analytical",
+    compiled=False,
+    hessian="exact",
+    verbose=False,
+    second_order=None,
 ):
     """Solve the jump; returns a dict with the model, times t, q, v (nodes + 1 rows), a, tau,
     forces (nodes rows; forces as nodes x 3 x feet), the contact flags, dt and the solver stats."""
@@ -77,7 +85,7 @@ def solve(
     if contact.all() or not contact.any():
         raise ValueError(f"nodes={nodes} is too few to resolve the contact schedule {PHASES}")
     q_start, q_goal = standing(model), standing(model, jump)
-    rnea = ocp.dynamics(model, "rnea", jacobian, compiled, f_ext=True, hessian=hessian)
+    rnea = ocp.dynamics(model, "rnea", jacobian, f_ext=True, second_order=second_order)
 
     # per node, as an MX Function mapped over the nodes: torques and foot positions
     q, v, a, F = ca.MX.sym("q", nq), ca.MX.sym("v", nv), ca.MX.sym("a", nv), ca.MX.sym("F", 3 * nf)
@@ -119,7 +127,7 @@ def solve(
     opti.set_initial(A, 0)
     weight = model.mass * np.linalg.norm(model.gravity) / nf
     opti.set_initial(Fs, np.tile(np.array([0, 0, weight] * nf)[:, None], nodes) * contact)
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
+    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
     stats = ocp.solve(opti)
     value = opti.debug.value  # the solution, or the last iterate if the solve failed
     return {
@@ -176,7 +184,10 @@ def main(argv=None):
     p.add_argument("--tau-max", type=float, default=2.5, help="joint torque limit in Nm (default 2.5)")
     p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
     p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="dynamics as C code through casrbd.codegen")
+    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
+    p.add_argument(
+        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
+    )
     p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
@@ -186,6 +197,7 @@ def main(argv=None):
         args.tau_max,
         jacobian=args.jacobian,
         compiled=args.compiled,
+        second_order=args.second_order,
         hessian=args.hessian,
         verbose=args.verbose,
     )

@@ -40,10 +40,10 @@ def simulate(model, q, v, tau, duration, substeps=10):
     return x[: model.nq], x[model.nq :]
 
 
-def build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags):
+def build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags, second_order=None):
     """The horizon problem: (opti, x0 parameter, X, U)."""
     n = model.nv
-    fd = ocp.dynamics(model, "aba", jacobian, compiled, hessian=hessian, flags=flags)
+    fd = ocp.dynamics(model, "aba", jacobian, compiled, hessian=hessian, flags=flags, second_order=second_order)
     x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)
     step = ca.Function("rk4", [x, u], [ocp.rk4(ocp.forward_dynamics_ode(model, fd), x, u, dt)])
     opti = ca.Opti()
@@ -73,10 +73,12 @@ def run(
     q_start=Q_START,
     q_goal=Q_GOAL,
     flags=ocp.COMPILE_FLAGS,
+    second_order=None,
 ):
     """Closed loop from rest at q_start; returns a dict with the model, limits, tool frame, times t,
     plant q, v (steps + 1 rows), applied tau (steps rows), the stats of every solve and dt.
-    ``flags``: C compiler flags of the compiled dynamics."""
+    ``compiled``: the dynamics as a C library (``ocp.dynamics``), compiled once and cached on disk,
+    since the solver is made twice (cold, then warm-started); ``flags``: its C compiler flags."""
     for arg, n in (("steps", steps), ("nodes", nodes)):
         if n < 1:
             raise ValueError(f"{arg} must be at least 1, got {n}")
@@ -85,7 +87,7 @@ def run(
     model, lim, tool = load_arm()
     n = model.nv
     start = time.perf_counter()
-    opti, x0, X, U = build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags)
+    opti, x0, X, U = build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags, second_order)
     setup = time.perf_counter() - start
     q, v = np.array(q_start, dtype=float), np.zeros(n)
     opti.set_initial(X, np.tile(np.r_[q, v][:, None], nodes + 1))
@@ -173,10 +175,22 @@ def main(argv=None):
         default=True,
         help="dynamics as C code through casrbd.codegen (default: yes)",
     )
+    p.add_argument(
+        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
+    )
     p.add_argument("--plot", metavar="PATH.png", help="write the closed loop and PATH_snapshots.png")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
-    result = run(args.steps, args.nodes, args.dt, args.jacobian, args.compiled, args.hessian, args.verbose)
+    result = run(
+        args.steps,
+        args.nodes,
+        args.dt,
+        args.jacobian,
+        args.compiled,
+        args.hessian,
+        args.verbose,
+        second_order=args.second_order,
+    )
     print(
         f"arm MPC ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): {summary(result)}"
     )

@@ -49,6 +49,7 @@ def solve(
     compiled=False,
     hessian="exact",
     verbose=False,
+    second_order=None,
 ):
     """Solve the swing-up; returns a dict with the model, times t, q, v (nodes + 1 rows),
     tau (nodes rows), the start and goal states, dt and the solver stats."""
@@ -61,7 +62,7 @@ def solve(
     n, dt = model.nv, duration / nodes
     x_start = np.r_[np.pi, np.zeros(2 * n - 1)]  # hanging down, at rest
     x_goal = np.zeros(2 * n)  # upright, at rest
-    fd = ocp.dynamics(model, "aba", jacobian, compiled, hessian=hessian)
+    fd = ocp.dynamics(model, "aba", jacobian, second_order=second_order)
 
     # one RK4 step as an MX Function: the call of fd stays a node that casadi differentiates
     x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)
@@ -89,7 +90,7 @@ def solve(
         ),
     )
     opti.set_initial(U, 0)
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose))
+    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
     stats = ocp.solve(opti)
     value = opti.debug.value  # the solution, or the last iterate if the solve failed
     Xs, Us = np.atleast_2d(value(X)), np.atleast_2d(value(U))
@@ -124,12 +125,23 @@ def main(argv=None):
     p.add_argument("--v-max", type=float, default=10.0, help="velocity limit in rad/s (default 10)")
     p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
     p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="dynamics as C code through casrbd.codegen")
+    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
+    p.add_argument(
+        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
+    )
     p.add_argument("--plot", metavar="PATH.png", help="write q, v and tau over time")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
-        args.nodes, args.duration, args.tau_max, args.v_max, args.jacobian, args.compiled, args.hessian, args.verbose
+        args.nodes,
+        args.duration,
+        args.tau_max,
+        args.v_max,
+        args.jacobian,
+        args.compiled,
+        args.hessian,
+        args.verbose,
+        args.second_order,
     )
     print(f"swing-up ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
     if args.plot:

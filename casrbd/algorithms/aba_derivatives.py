@@ -12,7 +12,8 @@ da/dtau = M^-1. The products with M^-1 are:
 Under a free-flyer root r the columns of dq_r are closed-form: moving the
 whole tree only turns gravity in the base frame, g_b = R^T g, which acts as
 the base's linear acceleration (see ``idsva.py``), so da/dq_r is zero but for
-the base's linear rows along rotations, [g_b]x; those columns skip the product.
+the base's linear rows along rotations, [g_b]x; those columns skip the product (not under
+armature on the root, with which M^-1 M[:, :3] is no longer a selection).
 """
 
 import casadi as ca
@@ -32,7 +33,8 @@ def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl"):
     a = aba(model, q, v, tau, f_ext)
     dtau_dq, dtau_dv, M = id_derivatives(model, q, v, a, f_ext)
     liMi = placements(model, q)
-    roots = free_flyer_roots(model)
+    # closed-form base columns: M^-1 M[:, :3] selects the base's linear rows, unless the base has armature
+    roots = [r for r in free_flyer_roots(model) if model.joint_armature(r) is None]
     for r in roots:
         c = model.idx_v[r]
         dtau_dq = ca.horzcat(dtau_dq[:, :c], ca.DM(model.nv, 6), dtau_dq[:, c + 6 :])

@@ -90,8 +90,11 @@ def singular_joints(model):
     motion the joints below it can undo without moving mass (a massless free-flyer root over a
     revolute joint). The pass runs on numbers at a generic configuration (fixed seed), with
     pseudo-inverses so that a singular D_i does not spoil its ancestors'; singular there means
-    singular almost everywhere. Models with symbolic inertias are not checked (empty result)."""
-    if any(isinstance(x, (ca.SX, ca.MX)) for Y in model.inertias for x in (Y.mass, Y.h, Y.I)):
+    singular almost everywhere. Models with symbolic inertias or placements are not checked (empty result)."""
+    constants = [x for Y in model.inertias for x in (Y.mass, Y.h, Y.I)] + [
+        x for X in model.placements for x in (X.R, X.p)
+    ]
+    if any(isinstance(x, (ca.SX, ca.MX)) for x in constants):
         return ()
     dv = ca.DM(np.random.default_rng(0).uniform(-1, 1, model.nv))
     q = integrate(model, ca.DM(neutral(model)), dv)

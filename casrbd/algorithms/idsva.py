@@ -160,9 +160,6 @@ def idsva(model, q, v, a, f_ext=None):
             # and the joint-space inertia matrix, as the CRBA in world frame: M_ki = (I^C_k S_k)^T S_i
             M[k, i] = ca.mtimes(t1[k].T, S)
             M[i, k] = M[k, i].T
-        armature = model.joint_armature(i)
-        if armature is not None:
-            M[i, i] = M[i, i] + ca.diag(armature)
         p = model.parents[i]
         if p >= 0:  # lines 21-24
             IC[p] = IC[p] + IC[i]
@@ -172,4 +169,9 @@ def idsva(model, q, v, a, f_ext=None):
         minus_gx = skew(lin(fw.a0[r]))  # -[g_b]x
         for k in model.subtree[r]:
             dq[k, r] = ca.horzcat(ca.DM(model.joints[k].nv, 3), ca.mtimes(M[k, r][:, :3], minus_gx))
+    # the rotors' inertia, after the base columns: gravity accelerates the bodies, not the rotors
+    for i in range(n):
+        armature = model.joint_armature(i)
+        if armature is not None:
+            M[i, i] = M[i, i] + ca.diag(armature)
     return assemble(model, dq), assemble(model, dv), assemble(model, M)

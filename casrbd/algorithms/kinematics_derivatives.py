@@ -8,7 +8,14 @@ motion subspace S, so dX_J/du, dS/du, dc_J/du and dv_J/dq vanish. Derivative
 sets are 6 x nv with structural zeros outside the columns of the joints that
 can move them, so casadi computes only the O(N d) nonzero columns. Derivatives
 with respect to q are on the tangent space: along q (+) delta at delta = 0, as
-Pinocchio's. Glossary (algorithm frame of body i):
+Pinocchio's. ``reference`` expresses a frame's derivatives as ``frame_velocity`` and
+``frame_acceleration`` do: ``local`` (the paper's), ``world`` (oXf applied, plus the motion of
+oXf itself: d(oXf m)/dq = oXf (dm/dq - m x J)) or ``local_world_aligned`` (R applied, plus
+R's motion: d(R m)/dq = R (dm/dq - [m]x J_ang) per 3-block). These are the true partial
+derivatives of the quantities in that reference; Pinocchio's LOCAL_WORLD_ALIGNED
+q-derivatives instead hold the frame's origin fixed, and differ by [[w]x J_lin; 0] (velocity)
+and [[alpha]x J_lin; 0] (acceleration), w and alpha the frame's angular velocity and
+acceleration in world axes. Glossary (algorithm frame of body i):
   dv_dq[i], dv_dv[i]     dv_i/dq, dv_i/dqd       (motion sets)
   da_dq[i], da_dv[i]     da_i/dq, da_i/dqd
   da_da[i]               da_i/dqdd (the columns of S_j of the supporting joints)
@@ -18,10 +25,11 @@ from typing import NamedTuple
 
 import casadi as ca
 
-from ..spatial import motion_cross
-from ..spec import FRAME, Out, Spec, configuration, tangent
+from ..spatial import ang, cross, lin, motion_cross
+from ..spec import FRAME, Option, Out, Spec, configuration, tangent
+from .kinematics import REFERENCES
 from .rnea import forward_pass
-from .tree import base_acceleration, columns, require_constant_subspaces
+from .tree import base_acceleration, columns, require_constant_subspaces, world_placements
 
 
 class MotionDerivatives(NamedTuple):
@@ -60,16 +68,26 @@ def motion_derivatives(model, q, v, a, f_ext=None, a0=None):
     return MotionDerivatives(fp, dv_dq, dv_dv, da_dq, da_dv, da_da)
 
 
-def kinematics_derivatives(model, q, v, a, frame):
-    """Derivatives of the spatial velocity and acceleration (gravity excluded) of ``frame``, in the
-    frame's local axes (section III-D of the paper): dv/dq, dv/dqd, da/dq, da/dqd, da/dqdd."""
+def kinematics_derivatives(model, q, v, a, frame, reference="local"):
+    """Derivatives of the spatial velocity and acceleration (gravity excluded) of ``frame`` in
+    ``reference`` (local axes: section III-D of the paper): dv/dq, dv/dqd, da/dq, da/dqd, da/dqdd."""
     f = model.frames[frame]
     if f.joint < 0:
         zero = ca.DM(6, model.nv)
         return zero, zero, zero, zero, zero
     md = motion_derivatives(model, q, v, a, a0=ca.DM.zeros(6, 1))
     X = model.algorithm_frames.frames[frame]  # the frame in its body's algorithm frame
-    return tuple(X.inv_act_motion(d[f.joint]) for d in (md.dv_dq, md.dv_dv, md.da_dq, md.da_dv, md.da_da))
+    dv_dq, J, da_dq, da_dv = (X.inv_act_motion(d[f.joint]) for d in (md.dv_dq, md.dv_dv, md.da_dq, md.da_dv))
+    if reference == "local":
+        return dv_dq, J, da_dq, da_dv, J
+    vel, acc = X.inv_act_motion(md.fp.v[f.joint]), X.inv_act_motion(md.fp.a[f.joint])
+    oMf = world_placements(model, md.fp.liMi)[f.joint] * X
+    if reference == "world":
+        dv_dq, da_dq = dv_dq - motion_cross(vel, J), da_dq - motion_cross(acc, J)
+        return tuple(oMf.act_motion(d) for d in (dv_dq, J, da_dq, da_dv, J))
+    Ja = ang(J)
+    dv_dq, da_dq = (d - ca.vertcat(cross(lin(m), Ja), cross(ang(m), Ja)) for d, m in ((dv_dq, vel), (da_dq, acc)))
+    return tuple(ca.vertcat(ca.mtimes(oMf.R, lin(d)), ca.mtimes(oMf.R, ang(d))) for d in (dv_dq, J, da_dq, da_dv, J))
 
 
 SPECS = (
@@ -78,6 +96,6 @@ SPECS = (
         kinematics_derivatives,
         (configuration(), tangent("v"), tangent("a")),
         tuple(Out(n) for n in ("dv_dq", "dv_dv", "da_dq", "da_dv", "da_da")),
-        options={"frame": FRAME},
+        options={"frame": FRAME, "reference": Option("local", REFERENCES)},
     ),
 )

@@ -46,16 +46,18 @@ class LoadWarning(UserWarning):
 
 class Link(NamedTuple):
     """A rigid link: its inertia in the link frame, and its rotational inertia about the centre of
-    mass in any axes (for the checks)."""
+    mass in any axes (for the checks); ``frame``: whether the model keeps a frame of it (not for the
+    massless links between two joints that a format puts in one body)."""
 
     name: str
     inertia: Inertia
     I_com: object
+    frame: bool = True
 
 
 class Connection(NamedTuple):
     """A joint from link ``parent`` to link ``child``: ``origin`` the joint frame in the parent link's
-    frame, ``joint`` a casrbd joint (None: fixed), position limits or None."""
+    frame, ``joint`` a casrbd joint (None: fixed), position limits or None, armature (nv numbers) or None."""
 
     name: str
     parent: str
@@ -64,6 +66,7 @@ class Connection(NamedTuple):
     joint: object
     lower: object = None
     upper: object = None
+    armature: object = None
 
 
 def tree_order(links, connections, where, error, sort_children=True):
@@ -143,9 +146,12 @@ def _numeric(Y):
     return Inertia(float(Y.mass), np.array(Y.h, dtype=float).reshape(3), np.array(Y.I, dtype=float))
 
 
-def build(name, links, connections, where, error=LoadError, root_joint=None, sort_children=True):
+def build(
+    name, links, connections, where, error=LoadError, root_joint=None, sort_children=True, gravity=(0.0, 0.0, -9.81)
+):
     """(model, notes) from the links and connections; ``root_joint``: a joint (e.g. a free flyer)
-    named ``root_joint`` between the world and the root link, else the root link is the world's."""
+    named ``root_joint`` between the world and the root link, else the root link is the world's;
+    ``sort_children``: children in joint-name order (urdfdom's), else in the order given."""
     root, order = tree_order(links, connections, where, error, sort_children)
     links = {link.name: link for link in links}
     bodies, frames, suspects, notes = [], [], [], []
@@ -158,7 +164,7 @@ def build(name, links, connections, where, error=LoadError, root_joint=None, sor
         return links[link].inertia
 
     if root_joint is not None:
-        bodies.append(["root_joint", root_joint, -1, SE3.identity(), None, None])
+        bodies.append(["root_joint", root_joint, -1, SE3.identity(), None, None, None])
         inertias.append(link_inertia(root, 0))
         frames.append(Frame(root, 0, SE3.identity()))
     else:
@@ -171,16 +177,19 @@ def build(name, links, connections, where, error=LoadError, root_joint=None, sor
         if c.joint is None:
             Y = link_inertia(c.child, parent)
             body_of[c.child] = (parent, placement)
-            frames.append(Frame(c.child, parent, placement))
+            if links[c.child].frame:
+                frames.append(Frame(c.child, parent, placement))
             if parent >= 0:
                 inertias[parent] = inertias[parent] + _numeric(placement.act_inertia(Y))
         else:
             inertias.append(link_inertia(c.child, len(bodies)))
-            bodies.append([c.name, c.joint, parent, placement, c.lower, c.upper])
+            bodies.append([c.name, c.joint, parent, placement, c.lower, c.upper, c.armature])
             body_of[c.child] = (len(bodies) - 1, SE3.identity())
-            frames.append(Frame(c.child, len(bodies) - 1, SE3.identity()))
+            if links[c.child].frame:
+                frames.append(Frame(c.child, len(bodies) - 1, SE3.identity()))
     _check_inertias(bodies, inertias, suspects, where, error, notes)
-    model = Model(name, [Body(n, j, p, X, Y, lo, hi) for (n, j, p, X, lo, hi), Y in zip(bodies, inertias)], frames)
+    records = [Body(n, j, p, X, Y, lo, hi, arm) for (n, j, p, X, lo, hi, arm), Y in zip(bodies, inertias)]
+    model = Model(name, records, frames, gravity)
     idle = singular_joints(model)
     if idle:
         notes.append(

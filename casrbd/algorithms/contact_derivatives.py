@@ -1,0 +1,253 @@
+"""Derivatives of the contact and impulse dynamics, and the analytical Jacobians they install.
+
+Differentiating the KKT system of ``contact.py`` at its solution (Carpentier
+& Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS
+2018, the contact-dynamics derivatives; Pinocchio's
+``computeConstraintDynamicsDerivatives``): with ID(q, v, a, lambda) =
+rnea(q, v, a, f_ext(lambda)) = M a + b - J^T lambda and c(q, v, a) = J a +
+gamma - a_BG the contact acceleration error (local axes), for x in {q, v},
+    dlambda/dx = -K^-1 (dc/dx - J M^-1 dID/dx),   dddq/dx = M^-1 (J^T dlambda/dx - dID/dx),
+    dlambda/dtau = -K^-1 J M^-1,                  dddq/dtau = M^-1 + M^-1 J^T dlambda/dtau,
+with K = J M^-1 J^T + mu I. dID/dx is IDSVA's (``idsva.py``) with the local
+contact forces as external forces, which turn with their bodies; every
+product with M^-1 goes through the sparse factor (Y = L^-T J^T, W = L^-T
+dID/dx, M^-1 B = L^-1 D^-1 L^-T B). The impulse dynamics differentiate
+M (v+ - v-) - J^T P = 0 and J (v+ + r v-) + mu P = 0 the same way, M (v+ -
+v-) - J^T P being rnea without gravity at zero velocity.
+
+The contact-frame derivatives come in closed form from the tree-frame pass
+(``frame_motion.tree_motion``, absolute velocities in a free-flyer root's
+frame): moving q_j turns the subtree of joint j about S_j, so for a frame f
+on body i, with p the parent of j,
+    dv_f/dq_j = fX (v_p x S_j) = fX Psid_j,          dv_f/dqd_j = fX S_j,
+    da_f/dq_j = fX (a_p x S_j + Psid_j x (v_i - v_p)),
+    da_f/dqd_j = fX (Psid_j + S_j x (v_i - v_j)),
+gravity excluded; the classical acceleration adds w x v_lin. Baumgarte
+adds kd dv/dx and kp de_p/dq: J_lin + [e_p]x J_ang (3d) or Jlog6 J (6d;
+Jlog6 by casadi's AD of ``log6`` at the contact, a 6 x 6 block). Forces in
+world axes (``local_world_aligned``), lambda_W = R lambda, add the turn of R:
+dlambda_W/dq = R dlambda/dq - [lambda_W]x R J_ang.
+Glossary: dc_dq, dc_dv (dc/dx), dID (dID/dx), W, DY = D^-1 Y, MJt = M^-1 J^T.
+"""
+
+import functools
+
+import casadi as ca
+
+from ..model import per_model
+from ..spatial import ang, cross, lin, motion_cross, se3_exp, skew
+from ..spec import Jacobian, Out, Spec, configuration, tangent
+from . import contact as ct
+from . import ltdl
+from .contact_set import IMPULSE_OPTIONS, OPTIONS, check_contacts
+from .idsva import idsva, tree_placements
+from .tree import columns, free_flyer_roots
+
+
+def frame_derivatives(model, tm, frame, fMT, acceleration=True):
+    """(dv/dq, dv/dqd, da/dq, da/dqd) of a frame's local velocity and acceleration (6 x nv each)."""
+    i = model.frames[frame].joint
+    dv_dq, J, da_dq, da_dv = ([] for _ in range(4))
+    zero = ca.DM.zeros(6, 1)
+    for j in model.supports[i] if i >= 0 else ():
+        p, S = model.parents[j], tm.oS[j]
+        v_p = zero if p < 0 else tm.ov[p]
+        Psid = motion_cross(v_p, S)
+        dv_dq.append(columns(model, j, fMT.act_motion(Psid)))
+        J.append(columns(model, j, fMT.act_motion(S)))
+        if acceleration:
+            a_p = zero if p < 0 else tm.oa[p]
+            da = motion_cross(a_p, S) - motion_cross(tm.ov[i] - v_p, Psid)
+            da_dq.append(columns(model, j, fMT.act_motion(da)))
+            da_dv.append(columns(model, j, fMT.act_motion(Psid - motion_cross(tm.ov[i] - tm.ov[j], S))))
+    return tuple(sum(x, ca.DM(6, model.nv)) for x in (dv_dq, J, da_dq, da_dv))
+
+
+@functools.cache
+def _jlog6():
+    """Jlog6 of a placement (R, p): d log6(X exp(xi)) / d xi at xi = 0, by AD of ``contact.log6``."""
+    R, p, xi = ca.SX.sym("R", 3, 3), ca.SX.sym("p", 3), ca.SX.sym("xi", 6)
+    dR, dp = se3_exp(xi)
+    X = ct.SE3(ca.mtimes(R, dR), p + ca.mtimes(R, dp))
+    J = ca.substitute(ca.jacobian(ct.log6(X), xi), xi, ca.DM.zeros(6))
+    return ca.Function("jlog6", [R, p], [J])
+
+
+def constraint_derivatives(model, kin, contacts, kp=0.0, kd=0.0):
+    """(dc/dq, dc/dv) stacked over the contacts, local axes, at the pass ``kin`` (at ddq)."""
+    dq, dv = [], []
+    for c, fm in zip(contacts, kin.fm):
+        vdq, J, adq, adv = frame_derivatives(model, kin.tm, c.frame, fm.fMT)
+        if c.type == "3d":  # classical: d(a_lin + w x v_lin)
+            w, vl = ang(fm.v), lin(fm.v)
+            dq_c = lin(adq) + cross(w, lin(vdq)) - cross(vl, ang(vdq))
+            dv_c = lin(adv) + cross(w, lin(J)) - cross(vl, ang(J))
+        else:
+            dq_c, dv_c = adq, adv
+        if kd:
+            dq_c, dv_c = dq_c + kd * c.select(vdq), dv_c + kd * c.select(J)
+        if kp:
+            if c.type == "3d":
+                dq_c = dq_c + kp * (lin(J) + cross(ct.position_error(c, fm.oMf), ang(J)))
+            else:
+                X = ct.anchor_placement(c).inverse() * fm.oMf
+                dq_c = dq_c + kp * ca.mtimes(_jlog6()(X.R, X.p), J)
+        dq.append(dq_c)
+        dv.append(dv_c)
+    return ca.vertcat(ca.DM(0, model.nv), *dq), ca.vertcat(ca.DM(0, model.nv), *dv)
+
+
+def contact_forces(model, contacts, lam):
+    """f_ext (6 x njoints, joint frames) of the local contact forces or impulses ``lam``."""
+    cols = [0] * model.njoints
+    k = 0
+    for c in contacts:
+        f = lam[k : k + c.rows]
+        f = ca.vertcat(f, ca.DM.zeros(3, 1)) if c.type == "3d" else f
+        j = model.frames[c.frame].joint
+        cols[j] = cols[j] + model.frames[c.frame].placement.act_force(f)
+        k += c.rows
+    return ca.horzcat(*[ca.DM.zeros(6, 1) if isinstance(x, int) else x for x in cols])
+
+
+def _kkt(model, dl, dID, dc):
+    """(dlambda, dddq) for the partial derivatives dID, dc (columns side by side)."""
+    W = ct.lt_solve(model, dl.f, dID)
+    if dl.J.shape[0] == 0:
+        return ca.DM(0, dID.shape[1]), -ct.l_solve(model, dl.f, ct.scaled(dl.f, W))
+    dlam = -dl.K.solve(dc - ca.mtimes(dl.DY.T, W))
+    return dlam, -ct.l_solve(model, dl.f, ct.scaled(dl.f, W - ca.mtimes(dl.Y, dlam)))
+
+
+def _kkt_free_flyers(model, q, dl, dID_dq, dc_dq, MJt):
+    """(dlambda/dq, dddq/dq) where the columns of free-flyer roots are closed-form: moving a whole tree
+    turns only gravity in its frame (``idsva.py``: dID/dq_r = -M[:, r:r+3] [g_b]x on rotations), so
+    M^-1 dID/dq_r = Z_r is -[g_b]x on the root's linear rows, and J M^-1 dID/dq_r = J[:, r:r+3] Z; the
+    contact errors, local, change only through kp (in dc_dq)."""
+    roots = free_flyer_roots(model)
+    base = [model.idx_v[r] + k for r in roots for k in range(6)]
+    other = [c for c in range(model.nv) if c not in base]
+    lam_cols, ddq_cols = {}, {}
+    if other:
+        dlam, dddq = _kkt(model, dl, dID_dq[:, other], dc_dq[:, other])
+        for j, c in enumerate(other):
+            lam_cols[c], ddq_cols[c] = dlam[:, j], dddq[:, j]
+    a0 = tree_placements(model, q)[2]
+    for r in roots:
+        c = model.idx_v[r]
+        Z = ca.vertcat(ca.DM(c, 6), ca.horzcat(ca.DM(3, 3), skew(lin(a0[r]))), ca.DM(model.nv - c - 3, 6))
+        if dl.J.shape[0]:
+            dlam = -dl.K.solve(dc_dq[:, c : c + 6] - ca.mtimes(dl.J[:, c : c + 3], Z[c : c + 3, :]))
+            dddq = ca.mtimes(MJt, dlam) - Z
+        else:
+            dlam, dddq = ca.DM(0, 6), -Z
+        for k in range(6):
+            lam_cols[c + k], ddq_cols[c + k] = dlam[:, k], dddq[:, k]
+    return tuple(ca.horzcat(*[cols[k] for k in range(model.nv)]) for cols in (lam_cols, ddq_cols))
+
+
+def _force_input(model, dl):
+    """(dlambda/dtau, dddq/dtau) and M^-1 J^T: dlambda/dtau = -K^-1 J M^-1, dddq/dtau = M^-1 + M^-1 J^T
+    dlambda/dtau, whose second term -(M^-1 J^T) K^-1 (J M^-1) is computed as a symmetric matrix."""
+    Minv = ltdl.inverse(model, dl.f)
+    if dl.J.shape[0] == 0:
+        return ca.DM(0, model.nv), Minv, ca.DM(model.nv, 0)
+    MJt = ct.l_solve(model, dl.f, dl.DY)
+    KinvJMinv, congruence = dl.K.congruence(MJt.T)
+    return -KinvJMinv, Minv - congruence, MJt
+
+
+def world_aligned(contacts, kin, lam, d_dq, others):
+    """The derivatives of the forces in world axes: lam local, d_dq and the sets ``others`` local."""
+    rotated = [ct.in_reference(contacts, kin.fm, d, "local_world_aligned") for d in (d_dq, *others)]
+    lam_w = ct.in_reference(contacts, kin.fm, lam, "local_world_aligned")
+    turn, k = [], 0
+    for c, fm, J6 in zip(contacts, kin.fm, kin.J6):
+        RJa = ca.mtimes(fm.oMf.R, ang(J6))
+        turn += [-cross(lam_w[k + r : k + r + 3], RJa) for r in range(0, c.rows, 3)]
+        k += c.rows
+    return (rotated[0] + ca.vertcat(ca.DM(0, d_dq.shape[1]), *turn), *rotated[1:])
+
+
+def constraint_dynamics_derivatives(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
+    """(dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau); d/dq on the tangent space."""
+    check_contacts(model, contacts, damping, kp)
+    sol = ct.solve(model, q, v, tau, contacts, kp, kd, damping)
+    kin = ct.contact_kinematics(model, q, v, sol.ddq, contacts)
+    dID_dq, dID_dv, _ = idsva(model, q, v, sol.ddq, contact_forces(model, contacts, sol.lam))
+    dc_dq, dc_dv = constraint_derivatives(model, kin, contacts, kp, kd)
+    dlam_dtau, dddq_dtau, MJt = _force_input(model, sol.dl)
+    dlam_dq, dddq_dq = _kkt_free_flyers(model, q, sol.dl, dID_dq, dc_dq, MJt)
+    dlam_dv, dddq_dv = _kkt(model, sol.dl, dID_dv, dc_dv)
+    if reference == "local_world_aligned" and contacts:
+        dlam_dq, dlam_dv, dlam_dtau = world_aligned(contacts, kin, sol.lam, dlam_dq, (dlam_dv, dlam_dtau))
+    return dddq_dq, dddq_dv, dddq_dtau, dlam_dq, dlam_dv, dlam_dtau
+
+
+@per_model
+def weightless(model):
+    """The model without gravity: its rnea at zero velocity is M a."""
+    return model.with_gravity((0.0, 0.0, 0.0))
+
+
+def impulse_dynamics_derivatives(model, q, v, contacts, reference="local", restitution=0.0, damping=0.0):
+    """(dv+/dq, dv+/dv, dP/dq, dP/dv), v the velocity before the impact; d/dq on the tangent space.
+    (Pinocchio's ``computeImpulseDynamicsDerivatives`` stores dv+/dv - I.)"""
+    check_contacts(model, contacts, damping, what="impulse_dynamics")
+    imp = ct.solve_impulse(model, q, v, contacts, restitution, damping)
+    w = imp.v_plus + restitution * v  # J w + mu P = 0
+    kin = ct.contact_kinematics(model, q, w, None, contacts)
+    dc_dq = ca.vertcat(
+        ca.DM(0, model.nv),
+        *[c.select(frame_derivatives(model, kin.tm, c.frame, fm.fMT, False)[0]) for c, fm in zip(contacts, kin.fm)],
+    )
+    zero = ca.DM.zeros(model.nv)
+    dID_dq = idsva(weightless(model), q, zero, imp.v_plus - v, contact_forces(model, contacts, imp.P))[0]
+    MJt = ct.l_solve(model, imp.dl.f, imp.dl.DY)
+    # without gravity, moving a whole free-flying tree changes nothing: zero columns
+    dP_dq, dvp_dq = _kkt_free_flyers(weightless(model), q, imp.dl, dID_dq, dc_dq, MJt)
+    # d/dv-: M (dv+ - I) = J^T dP, J dv+ + r J + mu dP = 0
+    if contacts:
+        dP_dv = -(1 + restitution) * imp.dl.K.solve(imp.dl.J)
+        dvp_dv = ca.DM.eye(model.nv) + ca.mtimes(MJt, dP_dv)
+    else:
+        dP_dv, dvp_dv = ca.DM(0, model.nv), ca.DM.eye(model.nv)
+    if reference == "local_world_aligned" and contacts:
+        dP_dq, dP_dv = world_aligned(contacts, kin, imp.P, dP_dq, (dP_dv,))
+    return dvp_dq, dvp_dv, dP_dq, dP_dv
+
+
+def constraint_dynamics_jacobian(model, q, v, tau, **options):
+    d = constraint_dynamics_derivatives(model, q, v, tau, **options)
+    keys = [(out, arg) for out in ("ddq", "lambda_c") for arg in ("q", "v", "tau")]
+    return dict(zip(keys, d))
+
+
+def impulse_dynamics_jacobian(model, q, v, **options):
+    d = impulse_dynamics_derivatives(model, q, v, **options)
+    return dict(zip([(out, arg) for out in ("dq_after", "impulse_c") for arg in ("q", "v")], d))
+
+
+STATE = (configuration(), tangent("v"))
+SPECS = (
+    Spec(
+        "constraint_dynamics_derivatives",
+        constraint_dynamics_derivatives,
+        STATE + (tangent("tau"),),
+        tuple(Out(n) for n in ("ddq_dq", "ddq_dv", "ddq_dtau", "dlambda_dq", "dlambda_dv", "dlambda_dtau")),
+        options=OPTIONS,
+        regular_mass=True,
+    ),
+    Spec(
+        "impulse_dynamics_derivatives",
+        impulse_dynamics_derivatives,
+        STATE,
+        tuple(Out(n) for n in ("ddq_after_dq", "ddq_after_dv", "dimpulse_dq", "dimpulse_dv")),
+        options=IMPULSE_OPTIONS,
+        regular_mass=True,
+    ),
+)
+JACOBIANS = (
+    Jacobian("constraint_dynamics", constraint_dynamics_jacobian),
+    Jacobian("impulse_dynamics", impulse_dynamics_jacobian),
+)

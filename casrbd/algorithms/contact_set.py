@@ -1,0 +1,152 @@
+"""Contact sets: what ``constraint_dynamics`` and ``impulse_dynamics`` take, checked when their
+Function is built.
+
+A contact is (frame name or index, "3d" | "6d"), or (frame, type, anchor) with the world point (3d)
+or 4 x 4 placement (6d) that the Baumgarte gain kp pulls the contact frame to (Pinocchio's
+``RigidConstraintModel`` with joint2 the world and joint2_placement the anchor). ``resolve_contacts``
+turns a sequence of them into a ``ContactSet`` (hashable: the Function is cached per contact set),
+refusing unknown frames and types and duplicate frames; ``check_contacts`` refuses a set whose
+contact Jacobian is rank deficient (redundant contacts: the forces are not unique), found at a
+generic configuration as ``articulated.singular_joints`` finds a singular mass matrix, unless a
+damping is given.
+"""
+
+from typing import NamedTuple
+
+import casadi as ca
+import numpy as np
+
+from ..model import per_model
+from ..spatial import lin
+from ..spec import REQUIRED, Option
+from .configuration import integrate, neutral
+from .frame_motion import frame_motion, local_jacobian_and_rate, tree_motion
+
+TYPES = {"3d": 3, "6d": 6}
+REFERENCES = ("local", "local_world_aligned")
+
+
+class Contact(NamedTuple):
+    frame: int
+    type: str  # "3d" or "6d"
+    name: str  # the frame's name
+    anchor: tuple = None  # the world point (3d) or placement (6d, 4 x 4 row-major) that kp pulls to
+
+    @property
+    def rows(self):
+        return TYPES[self.type]
+
+    def select(self, m):
+        """The rows of a motion or force (set) that this contact constrains."""
+        return lin(m) if self.type == "3d" else m
+
+
+class ContactSet(tuple):
+    """Resolved contacts; named by their frames and types (the Function's name carries it)."""
+
+    def __str__(self):
+        anchors = f"_a{abs(hash(tuple(c.anchor for c in self))) % 10**8}" if any(c.anchor for c in self) else ""
+        return "_".join(f"{c.name}_{c.type}" for c in self) + anchors or "none"
+
+
+def _anchor(entry, kind, anchor):
+    shape = (3,) if kind == "3d" else (4, 4)
+    try:
+        x = np.asarray(anchor, dtype=float)
+    except (TypeError, ValueError):
+        x = np.full(1, np.nan)
+    if x.shape != shape or not np.all(np.isfinite(x)):
+        raise ValueError(
+            f"contact {entry!r}: the anchor of a {kind} contact must be "
+            f"{'a world point (3 numbers)' if kind == '3d' else 'a 4 x 4 homogeneous placement'}, got {anchor!r}"
+        )
+    if kind == "6d" and not (
+        np.allclose(x[:3, :3].T @ x[:3, :3], np.eye(3), atol=1e-9) and np.allclose(x[3], [0, 0, 0, 1])
+    ):
+        raise ValueError(f"contact {entry!r}: the anchor is not a rigid placement (rotation, translation)")
+    return tuple(x.ravel().tolist())
+
+
+def resolve_contacts(model, contacts):
+    """``contacts``: a sequence of (frame name or index, "3d" | "6d"[, anchor]) -> ``ContactSet``."""
+    if isinstance(contacts, (str, bytes)) or not hasattr(contacts, "__iter__"):
+        raise TypeError(f"contacts must be a sequence of (frame, '3d' | '6d') pairs, got {contacts!r}")
+    out, seen = [], {}
+    for entry in contacts:
+        if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) not in (2, 3):
+            raise ValueError(f"contact {entry!r}: expected (frame, '3d' | '6d') or (frame, type, anchor)")
+        frame, kind = model.frame_index(entry[0]), entry[1]
+        if kind not in TYPES:
+            raise ValueError(f"contact {entry!r}: unknown type {kind!r}; valid: '3d', '6d'")
+        name = model.frames[frame].name
+        if frame in seen:
+            raise ValueError(f"duplicate contact on frame {name!r}: {seen[frame]!r} and {entry!r}")
+        seen[frame] = entry
+        anchor = _anchor(entry, kind, entry[2]) if len(entry) == 3 and entry[2] is not None else None
+        out.append(Contact(frame, kind, name, anchor))
+    return ContactSet(out)
+
+
+def _number(what, low=0.0, high=np.inf):
+    def resolve(model, value):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{what} must be a number, got {value!r}") from None
+        if not low <= x <= high:
+            raise ValueError(f"{what} must be in [{low}, {high}], got {value!r}")
+        return x
+
+    return Option(0.0, resolve=resolve)
+
+
+CONTACTS = Option(REQUIRED, resolve=resolve_contacts)
+REFERENCE = Option("local", REFERENCES)
+OPTIONS = {
+    "contacts": CONTACTS,
+    "reference": REFERENCE,
+    "kp": _number("kp (Baumgarte position gain)"),
+    "kd": _number("kd (Baumgarte velocity gain)"),
+    "damping": _number("damping"),
+}
+IMPULSE_OPTIONS = {
+    "contacts": CONTACTS,
+    "reference": REFERENCE,
+    "restitution": _number("restitution", 0.0, 1.0),
+    "damping": _number("damping"),
+}
+
+
+@per_model
+def redundancy(model, contacts):
+    """None if the contact Jacobian has full row rank at a generic configuration (fixed seed), else
+    (the first contact whose rows are dependent on those before it, the rank, the number of rows)."""
+    q = integrate(model, ca.DM(neutral(model)), ca.DM(np.random.default_rng(0).uniform(-1, 1, model.nv)))
+    tm = tree_motion(model, q)
+    rows = np.zeros((0, model.nv))
+    for c in contacts:
+        J, _ = local_jacobian_and_rate(model, tm, c.frame, frame_motion(model, tm, c.frame).fMT)
+        rows = np.vstack([rows, np.array(c.select(ca.DM(J)))])
+        s = np.linalg.svd(rows, compute_uv=False)
+        rank = int(np.sum(s > 1e-9 * max(1.0, s[0] if s.size else 1.0)))
+        if rank < rows.shape[0]:
+            return c, rank, rows.shape[0]
+    return None
+
+
+def check_contacts(model, contacts, damping, kp=0.0, what="constraint_dynamics"):
+    """Refuse a rank-deficient contact set without damping, and kp without anchors."""
+    if kp and any(c.anchor is None for c in contacts):
+        missing = [c.name for c in contacts if c.anchor is None]
+        raise ValueError(
+            f"{what}: kp = {kp} needs an anchor for every contact, as (frame, type, anchor); none for {missing}"
+        )
+    bad = redundancy(model, contacts)
+    if bad is not None and not damping:
+        c, rank, n = bad
+        before = [(d.name, d.type) for d in contacts[: contacts.index(c)]]
+        raise ValueError(
+            f"{what}: the contact Jacobian of model {model.name!r} is rank deficient at a generic configuration "
+            f"(rank {rank} < {n} rows): contact {(c.name, c.type)} is redundant with {before}; the contact forces "
+            f"are then not unique. Remove it, or give damping > 0 (regularised forces, Pinocchio's proximal mu)"
+        )

@@ -1,0 +1,195 @@
+"""Talos shifts its weight onto the left foot: centroidal dynamics on whole-body kinematics.
+
+The centroidal momentum h = A_G(q) v (``centroidal_momentum``, Pinocchio's
+``computeCentroidalMomentum``: linear and angular momentum about the centre of
+mass; its Jacobian analytical, dh/dq and A_G, or casadi's AD) carries the dynamics: h_{k+1} = h_k + dt (sum of
+the feet's wrenches about the centre of mass + m g), the wrenches being
+decision variables at the soles (world axes) in friction pyramids with
+their centre of pressure inside the sole. The whole body follows it
+kinematically: q_{k+1} = q_k (+) v_k dt, the soles keep their
+placements, the joints stay within their limits, and the centre of
+mass c(q) ends above the left sole, at rest (Dai, Valenzuela & Tedrake,
+"Whole-body motion planning with centroidal dynamics and full kinematics",
+Humanoids 2014, in its simplest form). The guess is the standing pose at
+every node with the weight shared by the feet.
+
+The whole-body check (``whole_body_residual``): joint torques by rnea with the
+planned wrenches as external forces and a_k = (v_{k+1} - v_k) / dt; the
+unactuated base's six rows must vanish up to the time discretisation.
+
+    python examples/humanoid_com.py --nodes 20 --jacobian analytical --plot talos.png
+"""
+
+import argparse
+import warnings
+
+import casadi as ca
+import numpy as np
+
+import casrbd
+from casrbd import ocp
+from casrbd.models import load_robot
+
+FEET = ("left_sole_link", "right_sole_link")
+# half-sitting legs (hip yaw, roll, pitch, knee, ankle pitch, roll): flat feet, knees bent
+LEG = np.array([0.0, 0.0, -0.411354, 0.859395, -0.448041, 0.0])
+SOLE = (0.10, 0.05)  # half length and half width of the sole (m), for the centre of pressure
+
+
+def load_talos():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
+        return load_robot("talos_reduced")
+
+
+def standing(model):
+    """Half-sitting, both soles flat on the ground (z = 0)."""
+    q = np.array(casrbd.neutral(model), dtype=float)
+    for side in ("left", "right"):
+        for k in range(6):
+            q[model.idx_q[model.joint_index(f"leg_{side}_{k + 1}_joint")]] = LEG[k]
+    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in FEET)
+    return q
+
+
+def wrench_about(c, p, w):
+    """A wrench w = [f; tau] at point p (world axes), about point c."""
+    return ca.vertcat(w[:3], w[3:] + ca.cross(p - c, w[:3]))
+
+
+def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False, hessian="exact", verbose=False):
+    """Solve the weight shift; returns a dict with the model, t, q, v (nodes + 1 rows), the wrenches
+    (nodes x 6 x 2 feet), the centroidal momentum h, the centre of mass, dt and the solver stats.
+    ``jacobian``: the centroidal momentum's, analytical (``centroidal_dynamics_derivatives``) or AD."""
+    if nodes < 4:
+        raise ValueError(f"nodes must be at least 4, got {nodes}")
+    model = load_talos()
+    nq, nv, m = model.nq, model.nv, model.mass
+    dt = duration / nodes
+    q0 = standing(model)
+    soles = [casrbd.frame_placement(model, q0, f) for f in FEET]
+    g = np.r_[model.gravity, 0, 0, 0]
+
+    Q, V, W = ca.MX.sym("q", nq), ca.MX.sym("v", nv), ca.MX.sym("w", 12)
+    hg = casrbd.function(model, "centroidal_momentum", jacobian=jacobian)(Q, V)
+    com = casrbd.function(model, "center_of_mass")(Q, ca.DM.zeros(nv), ca.DM.zeros(nv))[0]
+    rate = sum(wrench_about(com, X[:3, 3], W[6 * i : 6 * i + 6]) for i, X in enumerate(soles)) + m * g
+    placed = []  # each sole's position and rotation error (vee of R0^T R - R^T R0, zero at R = R0)
+    for f, X in zip(FEET, soles):
+        oMf = casrbd.function(model, "frame_placement", frame=f)(Q)
+        E = ca.mtimes(X[:3, :3].T, oMf[:3, :3])
+        placed += [oMf[:3, 3] - X[:3, 3], ca.vertcat(E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1])]
+    node = ca.Function("node", [Q, V, W], [hg, rate, com, ca.vertcat(*placed)]).map(nodes + 1)
+    step = ca.Function("step", [Q, V], [ocp.euler_step(model, Q, V, ca.DM.zeros(nv), dt)[0]]).map(nodes)
+
+    opti = ca.Opti()
+    Qs, Vs, Ws = opti.variable(nq, nodes + 1), opti.variable(nv, nodes + 1), opti.variable(12, nodes + 1)
+    Ws = m * 9.81 * Ws  # the wrenches' variables in units of the weight
+    H, Hdot, C, Placed = node(Qs, Vs, Ws)
+    opti.subject_to(Qs[:, 1:] == step(Qs[:, :-1], Vs[:, :-1]))
+    opti.subject_to(H[:, 1:] == H[:, :-1] + dt * Hdot[:, :-1])  # the centroidal dynamics
+    opti.subject_to(Qs[:, 0] == q0)
+    opti.subject_to(Vs[:, 0] == 0)
+    opti.subject_to(Vs[:, -1] == 0)
+    opti.subject_to(ca.vec(Placed[:, 1:]) == 0)  # the soles stay put
+    opti.subject_to(C[:2, -1] == soles[0][:2, 3])  # over the left sole at the end
+    opti.subject_to(Hdot[:, -1] == 0)  # and in equilibrium there
+    joints = slice(7, nq)
+    lower, upper = model.lower[joints], model.upper[joints]
+    opti.subject_to(opti.bounded(lower, Qs[joints, :], upper))
+    for i in range(2):
+        f, tau = Ws[6 * i : 6 * i + 3, :], Ws[6 * i + 3 : 6 * i + 6, :]
+        opti.subject_to(f[2, :] >= 0)
+        for k in (0, 1):  # friction pyramid
+            opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
+        # centre of pressure within the sole: |tau_y| <= L f_z, |tau_x| <= W f_z
+        opti.subject_to(opti.bounded(-SOLE[0] * f[2, :], tau[1, :], SOLE[0] * f[2, :]))
+        opti.subject_to(opti.bounded(-SOLE[1] * f[2, :], tau[0, :], SOLE[1] * f[2, :]))
+    weight = np.r_[0, 0, m * 9.81 / 2, 0, 0, 0]
+    opti.minimize(
+        dt
+        * (
+            ca.sumsqr(Vs)
+            + 1e-2 * ca.sumsqr((Vs[:, 1:] - Vs[:, :-1]) / dt)  # smooth: the whole body follows closely
+            + 1e-4 * ca.sumsqr(Ws - np.tile(weight, 2)[:, None])
+            + 10 * ca.sumsqr(Qs[joints, :] - q0[joints, None])
+        )
+    )
+    opti.set_initial(Qs, np.tile(q0[:, None], nodes + 1))
+    opti.set_initial(Vs, 0)
+    opti.set_initial(Ws, np.tile(np.tile(weight, 2)[:, None], nodes + 1))  # a linear map of the variables
+    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
+    stats = ocp.solve(opti)
+    value = opti.debug.value
+    return {
+        "model": model,
+        "t": np.arange(nodes + 1) * dt,
+        "dt": dt,
+        "q": value(Qs).T,
+        "v": value(Vs).T,
+        "wrenches": value(Ws).T.reshape(nodes + 1, 2, 6).transpose(0, 2, 1),
+        "h": value(H).T,
+        "com": value(C).T,
+        "soles": soles,
+        "feet": FEET,
+        "mu": mu,
+        "stats": stats,
+    }
+
+
+def whole_body_residual(result):
+    """Per interval, the base rows of rnea(q_k, v_k, a_k, f_ext) with a_k = (v_{k+1} - v_k) / dt and
+    the planned sole wrenches as external forces: what the unactuated base would have to supply."""
+    model, q, v, dt = result["model"], result["q"], result["v"], result["dt"]
+    out = []
+    for k in range(len(q) - 1):
+        f_ext = np.zeros((6, model.njoints))
+        for i, name in enumerate(result["feet"]):
+            frame = model.frames[model.frame_index(name)]
+            oMi = casrbd.forward_kinematics(model, q[k])[frame.joint]
+            w = result["wrenches"][k, :, i]  # at the sole's origin, world axes
+            p = result["soles"][i][:3, 3] - oMi[:3, 3]  # from the joint origin, world axes
+            f_world = np.r_[w[:3], w[3:] + np.cross(p, w[:3])]
+            R = oMi[:3, :3]
+            f_ext[:, frame.joint] += np.r_[R.T @ f_world[:3], R.T @ f_world[3:]]
+        a = (v[k + 1] - v[k]) / dt
+        out.append(casrbd.rnea(model, q[k], v[k], a, f_ext)[:6])
+    return np.array(out)
+
+
+def plot(result, path):
+    t = result["t"]
+    ocp.plot_series(
+        path,
+        t,
+        {
+            "CoM x, y [m]": result["com"][:, :2],
+            "momentum [kg m/s, kg m^2/s]": result["h"],
+            "sole F_z [N]": result["wrenches"][:, 2, :],
+        },
+        title="talos weight shift (centroidal dynamics)",
+    )
+    picks = np.linspace(0, len(result["q"]) - 1, 3).round().astype(int)
+    ocp.plot_snapshots(
+        result["model"], result["q"][picks], ocp.snapshot_path(path), frames=result["feet"], planes=("yz", "xy")
+    )
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=20, help="intervals over the 1.2 s motion (default 20)")
+    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
+    p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
+    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    args = p.parse_args(argv)
+    result = solve(args.nodes, jacobian=args.jacobian, verbose=args.verbose)
+    residual = np.abs(whole_body_residual(result)).max()
+    print(f"talos weight shift ({args.jacobian}): {ocp.format_stats(result['stats'])}")
+    print(f"whole-body check: largest base wrench {residual:.3g} (weight {result['model'].mass * 9.81:.1f} N)")
+    if args.plot:
+        plot(result, args.plot)
+    return 0 if result["stats"]["success"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
