@@ -19,13 +19,21 @@ def _is_symbolic(x):
     return isinstance(x, (ca.SX, ca.MX))
 
 
+def _numbers(x):
+    """x as a float array; a list holding casadi symbols raises TypeError (casadi's own conversion
+    error differs between versions)."""
+    if isinstance(x, (list, tuple)) and any(_is_symbolic(e) for e in x):
+        raise TypeError("it holds casadi symbols: pass one symbol or expression of the whole shape")
+    return np.array(x, dtype=float)
+
+
 def _vector(fname, arg, x, n):
     if _is_symbolic(x):
         if x.shape != (n, 1):
             raise ValueError(f"{fname}: argument {arg!r} must be a column of {n} entries, got shape {x.shape}")
         return x
     try:
-        a = np.array(x, dtype=float)
+        a = _numbers(x)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{fname}: argument {arg!r} must be {n} numbers, got {type(x).__name__} ({e})") from None
     if a.ndim == 2 and a.shape[1] == 1:
@@ -60,7 +68,7 @@ def external_forces(model, fname, f_ext):
         F = f_ext
     else:
         try:
-            F = np.array(f_ext, dtype=float)
+            F = _numbers(f_ext)
         except (TypeError, ValueError) as e:
             raise ValueError(f"{expected}; got {type(f_ext).__name__} ({e})") from None
     if F.shape != shape:
