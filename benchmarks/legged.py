@@ -189,6 +189,10 @@ def net(p):
     return p["min"] - p["overhead_min"]
 
 
+def _number(x, spec):
+    return format(x, spec) if np.isfinite(x) else "-"
+
+
 def report(records, settings, flags):
     lines = [
         "# Legged robots: contact, impulse and centroidal dynamics",
@@ -214,10 +218,11 @@ def report(records, settings, flags):
             verdict = (
                 "" if target is None or not np.isfinite(ratio) else f"{target} {'met' if ratio <= target else 'MISSED'}"
             )
+            compiled = f"{1e6 * c:.2f} ({1e6 * e['c_median']:.2f})" if np.isfinite(c) else "not compiled"
             lines.append(
                 f"| {rec['robot']} | {rec['nv']} | {label} | {e['instructions']} | {1e6 * e['vm_min']:.1f} | "
-                f"{1e6 * c:.2f} ({1e6 * e.get('c_median', np.nan):.2f}) | {1e6 * net(p):.2f} | {ratio:.2f} | "
-                f"{verdict} | {e.get('gcc_seconds', np.nan):.1f} | {e['err_vs_pinocchio']:.1e} |"
+                f"{compiled} | {1e6 * net(p):.2f} | {_number(ratio, '.2f')} | "
+                f"{verdict} | {_number(e.get('gcc_seconds', np.nan), '.1f')} | {e['err_vs_pinocchio']:.1e} |"
             )
     return "\n".join(lines) + "\n"
 
