@@ -63,7 +63,7 @@ MISSED = """### Why targets are missed, and what would close them
 - **∂FD on talos_full_v2** (0.89x computeABADerivatives, bound 0.7x). The default analytical ∂FD is aba,
   IDSVA (which gives M from its t1 terms), Featherstone's sparse factorization M = LᵀDL with G = L⁻¹,
   M⁻¹ = G D⁻¹ Gᵀ and −M⁻¹[∂τ/∂q ∂τ/∂v] = −G D⁻¹ L⁻ᵀ[...], skipping the structural zeros of the tree
-  (`casrbd/algorithms/ltdl.py`): 197k instructions against 296k with the dense product (DMM) and 267k
+  (`casrbd/algorithms/passes/ltdl.py`): 197k instructions against 296k with the dense product (DMM) and 267k
   with AZA, 42 µs against 61 and 59. The products remain about 60% of it: each of the 5000 entries of
   ∂a/∂(q, v) sums over the dofs two branches share, at least the base's 6, about 60k multiply-adds
   whatever the order of the sums. Pinocchio does more arithmetic (dense Eigen products, 2·nv³ = 250k

@@ -58,7 +58,7 @@ def _check_configuration(model, fname, arg, q):
 
 
 def external_forces(model, fname, f_ext):
-    """f_ext checked: a 6 x njoints array, or a symbol of that shape (see ``casrbd.algorithms.tree``)."""
+    """f_ext checked: a 6 x njoints array, or a symbol of that shape (see ``casrbd.algorithms.passes.tree``)."""
     shape = (6, model.njoints)
     expected = (
         f"{fname}: f_ext must be a 6 x {model.njoints} matrix, column i the spatial force "
@@ -298,7 +298,7 @@ def constraint_dynamics(model, q, v, tau, contacts, reference="local", kp=0.0, k
     """(ddq, lambda): forward dynamics under rigid contacts and the contact forces on the robot
     (Pinocchio's ``constraintDynamics``). ``contacts``: (frame, "3d" | "6d") pairs, or (frame, type,
     anchor) with an anchor for the Baumgarte gain ``kp``; ``reference``: the axes of lambda (local or
-    local_world_aligned); ``damping`` > 0 admits redundant contacts (see ``casrbd.algorithms.contact``)."""
+    local_world_aligned); ``damping`` > 0 admits redundant contacts (see ``casrbd.algorithms.contact.dynamics``)."""
     return evaluate(
         "constraint_dynamics", model, q, v, tau, contacts=contacts, reference=reference, kp=kp, kd=kd, damping=damping
     )

@@ -12,8 +12,8 @@ import re
 import casadi as ca
 
 from .algorithms import SPECS
-from .algorithms.articulated import singular_joints
 from .algorithms.configuration import tangent_map
+from .algorithms.passes.articulated import singular_joints
 from .model import per_model
 from .spatial import Inertia
 from .spec import F_EXT, PI, REQUIRED, Arg

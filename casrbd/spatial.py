@@ -359,6 +359,23 @@ def se3_log_translation(w, p):
     return p - 0.5 * ca.mtimes(W, p) + d * ca.mtimes(W, ca.mtimes(W, p))
 
 
+def log3(R):
+    """The rotation vector of R, for angles below pi."""
+    w = ca.vertcat(R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1])
+    s2 = ca.sumsqr(w) / 4  # sin^2
+    c = (R[0, 0] + R[1, 1] + R[2, 2] - 1) / 2
+    s = ca.sqrt(s2)
+    # theta / (2 sin theta) in sin^2 near theta = 0 (not near pi, where c < 0)
+    k = ca.if_else(ca.logic_and(s2 < 1e-6, c > 0), 0.5 + s2 / 12 + 3 * s2 * s2 / 80, ca.atan2(s, c) / (2 * s))
+    return k * w
+
+
+def log6(X):
+    """The spatial motion [v; w] with exp6 = X, for rotation angles below pi."""
+    w = log3(X.R)
+    return ca.vertcat(se3_log_translation(w, X.p), w)
+
+
 def spd_solve(D, B):
     """D^-1 B for a small symmetric positive definite D, by LDL^T on its entries.
 

@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple
 
 class Arg(NamedTuple):
     """An input: ``kind`` "configuration" (nq entries), "tangent" (nv entries), "forces"
-    (6 x njoints: one spatial force per joint, ``casrbd.algorithms.tree``) or "parameters"
+    (6 x njoints: one spatial force per joint, ``casrbd.algorithms.passes.tree``) or "parameters"
     (10 per body: the inertial parameters, ``casrbd.Inertia.from_dynamic_parameters``)."""
 
     name: str

@@ -25,10 +25,10 @@ import pytest
 from conftest import EXAMPLE_ROBOTS, SHIPPED_ROBOTS, SYNTHETIC_ROBOTS, get_model
 
 import casrbd
-from casrbd.algorithms import hessians
 from casrbd.algorithms.configuration import integrate
 from casrbd.algorithms.idsva import idsva
 from casrbd.algorithms.rnea import rnea
+from casrbd.algorithms.second_order import hessians
 from casrbd.models import random_tree
 from casrbd.testing import random_state, rel_err
 

@@ -3,7 +3,7 @@
 Featherstone, *Rigid Body Dynamics Algorithms* (2008), Table 7.1, in body-local
 frames as Pinocchio's ``aba``: the algorithm frames, which leave qdd unchanged.
 The articulated inertias (pass 2 without bias forces) come from
-``articulated.py``. Glossary (code -> book, frame local i):
+``passes/articulated.py``. Glossary (code -> book, frame local i):
   c[i]    c_i = c_J + v_i x v_J, velocity-product acceleration
   pA[i]   p^A_i bias force; U, D, UDinv: U_i = I^A_i S_i, D_i = S_i^T U_i, U_i D_i^-1
   u[i]    u_i = tau_i - S_i^T p^A_i
@@ -14,8 +14,8 @@ import casadi as ca
 
 from ..spatial import force_cross, motion_cross, spd_solve
 from ..spec import Out, Spec, configuration, tangent
-from .articulated import articulated_inertias
-from .tree import base_acceleration, forces_to_bodies, joint_biases, motion_subspaces, placements
+from .passes.articulated import articulated_inertias
+from .passes.tree import base_acceleration, forces_to_bodies, joint_biases, motion_subspaces, placements
 
 
 def aba(model, q, v, tau, f_ext=None):

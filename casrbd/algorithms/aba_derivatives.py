@@ -8,7 +8,7 @@ da/dtau = M^-1. The products with M^-1 are:
   aza   ABA with zero velocity and gravity applied to each column of dtau/du,
         reusing the articulated inertias of M^-1 (AZA, section IV-E of Singh et al.);
   ltdl  the sparse factorization M = L^T D L of the M that the ID derivatives
-        return, M^-1 = G D^-1 G^T with G = L^-1, and M^-1 B = G D^-1 L^-T B (``ltdl.py``).
+        return, M^-1 = G D^-1 G^T with G = L^-1, and M^-1 B = G D^-1 L^-T B (``passes/ltdl.py``).
 Under a free-flyer root r the columns of dq_r are closed-form: moving the
 whole tree only turns gravity in the base frame, g_b = R^T g, which acts as
 the base's linear acceleration (see ``idsva.py``), so da/dq_r is zero but for
@@ -19,16 +19,21 @@ armature on the root, with which M^-1 M[:, :3] is no longer a selection).
 import casadi as ca
 
 from ..spatial import skew
-from . import ltdl
+from ..spec import Jacobian, Option, Out, Spec, tangent
+from . import ad
 from .aba import aba
-from .articulated import articulated_inertias
 from .minverse import minv_product
-from .tree import free_flyer_roots, motion_subspaces, placements, root_gravity
+from .passes import ltdl
+from .passes.articulated import articulated_inertias
+from .passes.tree import free_flyer_roots, motion_subspaces, placements, root_gravity
+from .regressor import joint_torque_regressor, symbolic_inertias
+from .rnea_derivatives import ID_DERIVATIVES, METHOD, STATE, transposed_jacobians
 
 PRODUCTS = ("dmm", "aza", "ltdl")
+PRODUCT = Option("ltdl", PRODUCTS)
 
 
-def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl"):
+def from_id_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl"):
     """(da/dq, da/dqd, da/dtau = M^-1); ``id_derivatives`` is an ID-derivative algorithm."""
     a = aba(model, q, v, tau, f_ext)
     dtau_dq, dtau_dv, M = id_derivatives(model, q, v, a, f_ext)
@@ -52,3 +57,35 @@ def aba_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl"):
         c = model.idx_v[r]
         da_dq[c : c + 3, c + 3 : c + 6] = skew(root_gravity(model, liMi, r))
     return da_dq, da[:, model.nv :], Minv
+
+
+def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl"):
+    """(da/dq, da/dv, da/dtau = M^-1); d/dq on the tangent space. ``method`` picks the ID derivatives."""
+    if method == "ad":
+        return ad.aba_derivatives(model, q, v, tau, f_ext)
+    return from_id_derivatives(model, q, v, tau, f_ext, ID_DERIVATIVES[method], minv_product)
+
+
+def aba_jacobian(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl"):
+    d_dq, d_dv, Minv = aba_derivatives(model, q, v, tau, f_ext, method, minv_product)
+    blocks = {("a", "q"): d_dq, ("a", "v"): d_dv, ("a", "tau"): Minv}
+    if f_ext is not None:  # a = M^-1 (tau - ...) + M^-1 sum J_i^T f_i
+        blocks["a", "f_ext"] = ca.mtimes(Minv, transposed_jacobians(model, q))
+    if symbolic_inertias(model):  # Y(q, v, a) pi + ... = tau at a = aba(...), so da/dpi = -M^-1 Y
+        Y = joint_torque_regressor(model, q, v, aba(model, q, v, tau, f_ext))
+        blocks["a", "pi"] = -ca.mtimes(Minv, Y)
+    return blocks
+
+
+SPECS = (
+    Spec(
+        "aba_derivatives",
+        aba_derivatives,
+        STATE + (tangent("tau"),),
+        (Out("da_dq"), Out("da_dv"), Out("da_dtau")),
+        f_ext=True,
+        options={"method": METHOD, "minv_product": PRODUCT},
+        regular_mass=True,
+    ),
+)
+JACOBIANS = (Jacobian("aba", aba_jacobian, {"method": METHOD, "minv_product": PRODUCT}),)

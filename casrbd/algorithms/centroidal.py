@@ -37,8 +37,8 @@ from ..spec import Jacobian, Out, Spec, configuration, tangent
 from .crba import composite_inertias
 from .frame_motion import total_mass
 from .idsva import forward, tree_placements
+from .passes.tree import base_acceleration, compose, free_flyer_roots, motion_subspaces, placements
 from .rnea import forward_pass
-from .tree import base_acceleration, compose, free_flyer_roots, motion_subspaces, placements
 
 
 def _roots(model):

@@ -13,7 +13,7 @@ import casadi as ca
 from ..spatial import force_bar_matrix, force_cross
 from .crba import crba
 from .kinematics_derivatives import motion_derivatives
-from .tree import columns
+from .passes.tree import columns
 
 
 def rnea_derivatives(model, q, v, a, f_ext=None):

@@ -10,7 +10,7 @@ Returns the full symmetric matrix (both triangles).
 import casadi as ca
 
 from ..spec import Out, Spec, configuration
-from .tree import assemble, motion_subspaces, placements
+from .passes.tree import assemble, motion_subspaces, placements
 
 
 def composite_inertias(model, liMi, inertias):

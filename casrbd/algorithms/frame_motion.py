@@ -29,7 +29,7 @@ from ..spatial import SE3, ang, cross, lin, motion_cross
 from ..spec import FRAME, Option, Out, Spec, configuration, tangent
 from .idsva import tree_placements
 from .kinematics import REFERENCES
-from .tree import free_flyer_roots, joint_subspaces, require_constant_subspaces
+from .passes.tree import free_flyer_roots, joint_subspaces, require_constant_subspaces
 
 REFERENCE = Option("local", REFERENCES)
 

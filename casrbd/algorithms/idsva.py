@@ -29,7 +29,7 @@ import casadi as ca
 import numpy as np
 
 from ..spatial import SE3, ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
-from .tree import (
+from .passes.tree import (
     assemble,
     free_flyer_roots,
     joint_placements,

@@ -10,8 +10,8 @@ import casadi as ca
 
 from ..spatial import ang, lin
 from ..spec import FRAME, Option, Out, Spec, configuration
-from .tree import joint_placements as local_placements
-from .tree import joint_subspaces, world_placements
+from .passes.tree import joint_placements as local_placements
+from .passes.tree import joint_subspaces, world_placements
 
 REFERENCES = ("local", "world", "local_world_aligned")
 

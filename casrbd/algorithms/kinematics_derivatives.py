@@ -28,8 +28,8 @@ import casadi as ca
 from ..spatial import ang, cross, lin, motion_cross
 from ..spec import FRAME, Option, Out, Spec, configuration, tangent
 from .kinematics import REFERENCES
+from .passes.tree import base_acceleration, columns, require_constant_subspaces, world_placements
 from .rnea import forward_pass
-from .tree import base_acceleration, columns, require_constant_subspaces, world_placements
 
 
 class MotionDerivatives(NamedTuple):

@@ -9,7 +9,7 @@ Russell & Wensing, "Efficient Analytical Derivatives of Rigid-Body Dynamics
 using Spatial Vector Algebra" (RA-L 2022), section IV-E, call that AZA when
 B = dtau/du. The bias forces become force sets P[i] (6 x m), nonzero only on
 the columns that the subtree of i touches. Glossary (local frame of joint i):
-U, D, UDinv as in ``articulated.py``; E the rows of B for joint i; A the
+U, D, UDinv as in ``passes/articulated.py``; E the rows of B for joint i; A the
 acceleration set.
 """
 
@@ -17,8 +17,8 @@ import casadi as ca
 
 from ..spatial import spd_solve, symmetric
 from ..spec import Out, Spec, configuration
-from .articulated import articulated_inertias
-from .tree import motion_subspaces, placements
+from .passes.articulated import articulated_inertias
+from .passes.tree import motion_subspaces, placements
 
 
 def minv_product(model, art, B, upper=False):

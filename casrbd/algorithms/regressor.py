@@ -28,8 +28,8 @@ import numpy as np
 
 from ..spatial import Inertia, ang, cross, lin, skew
 from ..spec import Out, Spec, configuration, tangent
+from .passes.tree import placements, world_placements
 from .rnea import forward_pass
-from .tree import placements, world_placements
 
 
 def inertia_columns(u):
@@ -129,7 +129,8 @@ def potential_energy_regressor(model, q):
 
 def symbolic_inertias(model):
     """True when some body inertia is a casadi expression (as for Functions built with the parameters
-    as inputs): then the analytical Jacobians add their blocks d / d pi (``derivatives.py``)."""
+    as inputs): then the analytical Jacobians add their blocks d / d pi
+    (``rnea_derivatives.py``, ``aba_derivatives.py``)."""
     return any(isinstance(x, (ca.SX, ca.MX)) for Y in model.inertias for x in (Y.mass, Y.h, Y.I))
 
 

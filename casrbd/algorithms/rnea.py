@@ -18,7 +18,7 @@ import casadi as ca
 
 from ..spatial import force_cross, motion_cross
 from ..spec import Out, Spec, configuration, tangent
-from .tree import base_acceleration, forces_to_bodies, joint_biases, motion_subspaces, placements
+from .passes.tree import base_acceleration, forces_to_bodies, joint_biases, motion_subspaces, placements
 
 
 class ForwardPass(NamedTuple):

@@ -15,7 +15,7 @@ physics, raising the loader's error naming the link or joint at fault:
   inequality and a rotational inertia without mass only warn, as Pinocchio
   loads them;
 - the mass matrix: joints whose motion moves no mass make it singular
-  (``casrbd.algorithms.articulated.singular_joints``, the articulated-body
+  (``casrbd.algorithms.passes.articulated.singular_joints``, the articulated-body
   pass of aba itself); such a model still serves kinematics, as Pinocchio's,
   so this warns, and the Functions that need M^-1 refuse to build.
 """
@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..algorithms.articulated import singular_joints
+from ..algorithms.passes.articulated import singular_joints
 from ..model import Body, Frame, Model
 from ..spatial import SE3, Inertia
 

@@ -16,11 +16,11 @@ from typing import NamedTuple
 import casadi as ca
 import numpy as np
 
-from ..model import per_model
-from ..spatial import lin
-from ..spec import REQUIRED, Option
-from .configuration import integrate, neutral
-from .frame_motion import frame_motion, local_jacobian_and_rate, tree_motion
+from ...model import per_model
+from ...spatial import lin
+from ...spec import REQUIRED, Option
+from ..configuration import integrate, neutral
+from ..frame_motion import frame_motion, local_jacobian_and_rate, tree_motion
 
 TYPES = {"3d": 3, "6d": 6}
 REFERENCES = ("local", "local_world_aligned")

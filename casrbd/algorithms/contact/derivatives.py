@@ -1,6 +1,6 @@
 """Derivatives of the contact and impulse dynamics, and the analytical Jacobians they install.
 
-Differentiating the KKT system of ``contact.py`` at its solution (Carpentier
+Differentiating the KKT system of ``dynamics.py`` at its solution (Carpentier
 & Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS
 2018, the contact-dynamics derivatives; Pinocchio's
 ``computeConstraintDynamicsDerivatives``): with ID(q, v, a, lambda) =
@@ -34,14 +34,14 @@ import functools
 
 import casadi as ca
 
-from ..model import per_model
-from ..spatial import ang, cross, lin, motion_cross, se3_exp, skew
-from ..spec import Jacobian, Out, Spec, configuration, tangent
-from . import contact as ct
-from . import ltdl
-from .contact_set import IMPULSE_OPTIONS, OPTIONS, check_contacts
-from .idsva import idsva, tree_placements
-from .tree import columns, free_flyer_roots
+from ...model import per_model
+from ...spatial import ang, cross, lin, log6, motion_cross, se3_exp, skew
+from ...spec import Jacobian, Out, Spec, configuration, tangent
+from ..idsva import idsva, tree_placements
+from ..passes import ltdl
+from ..passes.tree import columns, free_flyer_roots
+from . import dynamics
+from .sets import IMPULSE_OPTIONS, OPTIONS, check_contacts
 
 
 def frame_derivatives(model, tm, frame, fMT, acceleration=True):
@@ -65,11 +65,11 @@ def frame_derivatives(model, tm, frame, fMT, acceleration=True):
 
 @functools.cache
 def _jlog6():
-    """Jlog6 of a placement (R, p): d log6(X exp(xi)) / d xi at xi = 0, by AD of ``contact.log6``."""
+    """Jlog6 of a placement (R, p): d log6(X exp(xi)) / d xi at xi = 0, by AD of ``spatial.log6``."""
     R, p, xi = ca.SX.sym("R", 3, 3), ca.SX.sym("p", 3), ca.SX.sym("xi", 6)
     dR, dp = se3_exp(xi)
-    X = ct.SE3(ca.mtimes(R, dR), p + ca.mtimes(R, dp))
-    J = ca.substitute(ca.jacobian(ct.log6(X), xi), xi, ca.DM.zeros(6))
+    X = dynamics.SE3(ca.mtimes(R, dR), p + ca.mtimes(R, dp))
+    J = ca.substitute(ca.jacobian(log6(X), xi), xi, ca.DM.zeros(6))
     return ca.Function("jlog6", [R, p], [J])
 
 
@@ -88,9 +88,9 @@ def constraint_derivatives(model, kin, contacts, kp=0.0, kd=0.0):
             dq_c, dv_c = dq_c + kd * c.select(vdq), dv_c + kd * c.select(J)
         if kp:
             if c.type == "3d":
-                dq_c = dq_c + kp * (lin(J) + cross(ct.position_error(c, fm.oMf), ang(J)))
+                dq_c = dq_c + kp * (lin(J) + cross(dynamics.position_error(c, fm.oMf), ang(J)))
             else:
-                X = ct.anchor_placement(c).inverse() * fm.oMf
+                X = dynamics.anchor_placement(c).inverse() * fm.oMf
                 dq_c = dq_c + kp * ca.mtimes(_jlog6()(X.R, X.p), J)
         dq.append(dq_c)
         dv.append(dv_c)
@@ -112,11 +112,11 @@ def contact_forces(model, contacts, lam):
 
 def _kkt(model, dl, dID, dc):
     """(dlambda, dddq) for the partial derivatives dID, dc (columns side by side)."""
-    W = ct.lt_solve(model, dl.f, dID)
+    W = dynamics.lt_solve(model, dl.f, dID)
     if dl.J.shape[0] == 0:
-        return ca.DM(0, dID.shape[1]), -ct.l_solve(model, dl.f, ct.scaled(dl.f, W))
+        return ca.DM(0, dID.shape[1]), -dynamics.l_solve(model, dl.f, dynamics.scaled(dl.f, W))
     dlam = -dl.K.solve(dc - ca.mtimes(dl.DY.T, W))
-    return dlam, -ct.l_solve(model, dl.f, ct.scaled(dl.f, W - ca.mtimes(dl.Y, dlam)))
+    return dlam, -dynamics.l_solve(model, dl.f, dynamics.scaled(dl.f, W - ca.mtimes(dl.Y, dlam)))
 
 
 def _kkt_free_flyers(model, q, dl, dID_dq, dc_dq, MJt):
@@ -152,15 +152,15 @@ def _force_input(model, dl):
     Minv = ltdl.inverse(model, dl.f)
     if dl.J.shape[0] == 0:
         return ca.DM(0, model.nv), Minv, ca.DM(model.nv, 0)
-    MJt = ct.l_solve(model, dl.f, dl.DY)
+    MJt = dynamics.l_solve(model, dl.f, dl.DY)
     KinvJMinv, congruence = dl.K.congruence(MJt.T)
     return -KinvJMinv, Minv - congruence, MJt
 
 
 def world_aligned(contacts, kin, lam, d_dq, others):
     """The derivatives of the forces in world axes: lam local, d_dq and the sets ``others`` local."""
-    rotated = [ct.in_reference(contacts, kin.fm, d, "local_world_aligned") for d in (d_dq, *others)]
-    lam_w = ct.in_reference(contacts, kin.fm, lam, "local_world_aligned")
+    rotated = [dynamics.in_reference(contacts, kin.fm, d, "local_world_aligned") for d in (d_dq, *others)]
+    lam_w = dynamics.in_reference(contacts, kin.fm, lam, "local_world_aligned")
     turn, k = [], 0
     for c, fm, J6 in zip(contacts, kin.fm, kin.J6):
         RJa = ca.mtimes(fm.oMf.R, ang(J6))
@@ -172,8 +172,8 @@ def world_aligned(contacts, kin, lam, d_dq, others):
 def constraint_dynamics_derivatives(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
     """(dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau); d/dq on the tangent space."""
     check_contacts(model, contacts, damping, kp)
-    sol = ct.solve(model, q, v, tau, contacts, kp, kd, damping)
-    kin = ct.contact_kinematics(model, q, v, sol.ddq, contacts)
+    sol = dynamics.solve(model, q, v, tau, contacts, kp, kd, damping)
+    kin = dynamics.contact_kinematics(model, q, v, sol.ddq, contacts)
     dID_dq, dID_dv, _ = idsva(model, q, v, sol.ddq, contact_forces(model, contacts, sol.lam))
     dc_dq, dc_dv = constraint_derivatives(model, kin, contacts, kp, kd)
     dlam_dtau, dddq_dtau, MJt = _force_input(model, sol.dl)
@@ -194,16 +194,16 @@ def impulse_dynamics_derivatives(model, q, v, contacts, reference="local", resti
     """(dv+/dq, dv+/dv, dP/dq, dP/dv), v the velocity before the impact; d/dq on the tangent space.
     (Pinocchio's ``computeImpulseDynamicsDerivatives`` stores dv+/dv - I.)"""
     check_contacts(model, contacts, damping, what="impulse_dynamics")
-    imp = ct.solve_impulse(model, q, v, contacts, restitution, damping)
+    imp = dynamics.solve_impulse(model, q, v, contacts, restitution, damping)
     w = imp.v_plus + restitution * v  # J w + mu P = 0
-    kin = ct.contact_kinematics(model, q, w, None, contacts)
+    kin = dynamics.contact_kinematics(model, q, w, None, contacts)
     dc_dq = ca.vertcat(
         ca.DM(0, model.nv),
         *[c.select(frame_derivatives(model, kin.tm, c.frame, fm.fMT, False)[0]) for c, fm in zip(contacts, kin.fm)],
     )
     zero = ca.DM.zeros(model.nv)
     dID_dq = idsva(weightless(model), q, zero, imp.v_plus - v, contact_forces(model, contacts, imp.P))[0]
-    MJt = ct.l_solve(model, imp.dl.f, imp.dl.DY)
+    MJt = dynamics.l_solve(model, imp.dl.f, imp.dl.DY)
     # without gravity, moving a whole free-flying tree changes nothing: zero columns
     dP_dq, dvp_dq = _kkt_free_flyers(weightless(model), q, imp.dl, dID_dq, dc_dq, MJt)
     # d/dv-: M (dv+ - I) = J^T dP, J dv+ + r J + mu dP = 0

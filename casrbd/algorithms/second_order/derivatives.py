@@ -10,17 +10,17 @@ AD, and their specs.
   derivatives of the joints' integrate (casadi's forward mode: its reverse mode through the exp
   map's sqrt(|w|^2) gives 0 * inf at delta = 0).
 - ``rnea_second_order_derivatives``: Pinocchio's four tensors (layout in
-  ``idsva_second_order.py``), "idsva" or "ad" (casadi's Jacobian of its Jacobian of the rnea
+  ``tensors.py``), "idsva" or "ad" (casadi's Jacobian of its Jacobian of the rnea
   graph in raw coordinates, composed with the tangent map of integrate).
 """
 
 import casadi as ca
 
-from ..spec import Option, Out, Spec, configuration, tangent
-from . import hessians, idsva_second_order
-from .aba import aba
-from .rnea import rnea
-from .tree import require_constant_subspaces
+from ...spec import Option, Out, Spec, configuration, tangent
+from ..aba import aba
+from ..passes.tree import require_constant_subspaces
+from ..rnea import rnea
+from . import hessians, tensors
 
 NAME = "the analytical second-order derivatives"
 
@@ -102,10 +102,10 @@ def aba_hessian(model, q, v, tau, lam, f_ext=None, method="analytical"):
 
 
 def rnea_second_order_derivatives(model, q, v, a, f_ext=None, method="idsva"):
-    """(d2tau_dqdq, d2tau_dvdv, d2tau_dqdv, dtau_dadq), nv x nv^2 each (``idsva_second_order.py``)."""
+    """(d2tau_dqdq, d2tau_dvdv, d2tau_dqdv, dtau_dadq), nv x nv^2 each (``tensors.py``)."""
     if method == "ad":
         return ad_second_order(model, q, v, a, f_ext)
-    return idsva_second_order.rnea_second_order_derivatives(model, q, v, a, f_ext)
+    return tensors.rnea_second_order_derivatives(model, q, v, a, f_ext)
 
 
 HESSIAN_METHOD = Option("analytical", ("analytical", "ad"))

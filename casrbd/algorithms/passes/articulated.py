@@ -12,9 +12,9 @@ from typing import NamedTuple
 import casadi as ca
 import numpy as np
 
-from ..model import per_model
-from ..spatial import spd_solve, symmetric
-from .configuration import integrate, neutral
+from ...model import per_model
+from ...spatial import spd_solve, symmetric
+from ..configuration import integrate, neutral
 from .tree import motion_subspaces, placements
 
 

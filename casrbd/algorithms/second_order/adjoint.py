@@ -44,10 +44,10 @@ from typing import NamedTuple
 
 import casadi as ca
 
-from ..spatial import ang, cross, force_cross, lin, motion_cross
-from . import idsva
-from .idsva import Coriolis2
-from .tree import assemble, columns
+from ...spatial import ang, cross, force_cross, lin, motion_cross
+from .. import idsva
+from ..idsva import Coriolis2
+from ..passes.tree import assemble, columns
 
 
 class Kinematics(NamedTuple):

@@ -18,7 +18,7 @@ External forces, everywhere in casrbd: a 6 x njoints matrix, column i the spatia
 import casadi as ca
 import numpy as np
 
-from ..spatial import SE3Chain
+from ...spatial import SE3Chain
 
 
 def placements(model, q):

@@ -4,7 +4,7 @@ Singh, Russell & Wensing, "Analytical Second-Order Partial Derivatives of Rigid-
 Dynamics" (IROS 2022) and "On Second-Order Derivatives of Rigid-Body Dynamics: Theory &
 Implementation" (T-RO 2024): world-frame spatial vector algebra on composite quantities, one
 inner product per entry of the tensors. The entries here come from the contracted closed forms of
-``second_order.py`` (derived there) with the multiplier lam = e_p, the unit vector of output dof
+``adjoint.py`` (derived there) with the multiplier lam = e_p, the unit vector of output dof
 p of joint i: the lam-velocities are then w = S_i e_p below i and zero elsewhere, so the lam
 composites are closed-form, hC_j = IC_l s_p, WC_j = W(IC_l, s_p), ZC_j = (2 B^C_l)^T s_p with l
 the deeper of i and j, for j on the path to i or below it (zero elsewhere), and wp_j = s_p for j
@@ -19,14 +19,14 @@ Layout, Pinocchio's (q on the tangent space, q (+) delta, as its first-order der
   dtau_dadq[i, j, k]  = d/dq_k (M[i, j])
 Functions return each as an nv x nv^2 matrix T2 with T2[i, j + nv k] = T[i, j, k] (numpy:
 ``T2.reshape(nv, nv, nv, order="F")``); the numeric API returns (nv, nv, nv) arrays.
-Glossary: p an output dof (joint i, column s_p of S_i); ``second_order.py``'s otherwise.
+Glossary: p an output dof (joint i, column s_p of S_i); ``adjoint.py``'s otherwise.
 """
 
 import casadi as ca
 
-from . import second_order as so
-from .idsva import Coriolis2
-from .tree import require_constant_subspaces
+from ..idsva import Coriolis2
+from ..passes.tree import require_constant_subspaces
+from . import adjoint
 
 
 def unit_multiplier(model, kin, i, s_p):
@@ -45,24 +45,24 @@ def unit_multiplier(model, kin, i, s_p):
     for j in model.subtree[i][1:]:
         hC[j], WC[j], ZC[j] = composites(j)
         wp[j] = s_p
-    return so.Multiplier(None, wp, hC, WC, ZC), sorted(set(model.supports[i]) | set(model.subtree[i]))
+    return adjoint.Multiplier(None, wp, hC, WC, ZC), sorted(set(model.supports[i]) | set(model.subtree[i]))
 
 
 def rnea_second_order_derivatives(model, q, v, a, f_ext=None):
     """(d2tau_dqdq, d2tau_dvdv, d2tau_dqdv, dtau_dadq), each nv x nv^2 (see the module docstring)."""
     require_constant_subspaces(model, "second-order IDSVA")
-    kin = so.kinematics(model, q, v, a, f_ext)
+    kin = adjoint.kinematics(model, q, v, a, f_ext)
     rows = ([], [], [], [])
     for i in range(model.njoints):
         S = kin.fw.S[i]
         for c in range(S.shape[1]):
             mult, related = unit_multiplier(model, kin, i, S[:, c])
-            P = so.pairs(model, kin, mult, related)
+            P = adjoint.pairs(model, kin, mult, related)
             blocks = (
-                so.mirrored(model, P.D, P.D),
-                so.mirrored(model, P.vv, P.vv),
-                so.mirrored(model, P.qv, P.vq),
-                so.mirrored(model, P.qa, P.aq).T,
+                adjoint.mirrored(model, P.D, P.D),
+                adjoint.mirrored(model, P.vv, P.vv),
+                adjoint.mirrored(model, P.qv, P.vq),
+                adjoint.mirrored(model, P.qa, P.aq).T,
             )
             for out, T in zip(rows, blocks):
                 out.append(ca.vec(T).T)

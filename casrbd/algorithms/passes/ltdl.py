@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import casadi as ca
 
-from ..spatial import symmetric
+from ...spatial import symmetric
 from .tree import dof_ancestors as ancestors
 
 

@@ -10,7 +10,7 @@ with the Delassus matrix J M^-1 J^T of Carpentier, Budhiraja & Mansard,
 "Proximal and Sparse Resolution of Constrained Dynamic Equations" (RSS 2021).
 Both are solved over the tree's sparsity with the factorization M = L^T D L
 (Featherstone, *Rigid Body Dynamics Algorithms*, 2008, section 6.5;
-``ltdl.py``): with Y = L^-T J^T, which keeps the zeros of the contact
+``passes/ltdl.py``): with Y = L^-T J^T, which keeps the zeros of the contact
 bodies' branches, J M^-1 J^T = Y^T D^-1 Y, J M^-1 (tau - b) = Y^T D^-1 z for
 z = L^-T (tau - b), and ddq = L^-1 D^-1 (z + Y lambda), one forward
 substitution. Impulses solve M (v+ - v-) = J^T P, J v+ + r J v- + mu P = 0.
@@ -28,7 +28,7 @@ kd e_v, e_v the contact velocity and e_p the position error to an anchor
 given with the contact, R^T (p - p*) (3d) or log6(anchor^-1 oMf) (6d).
 ``damping`` mu > 0 regularises a rank-deficient contact Jacobian (one damped
 solve, Pinocchio's ``ProximalSettings(.., mu, 1)``); without it such a set is
-refused when the Function is built (``contact_set.py``). Glossary: J, gamma,
+refused when the Function is built (``sets.py``). Glossary: J, gamma,
 a_BG as above; K the LDL factor of the Delassus matrix plus mu I; f the
 factors of M; Y, z, DY = D^-1 Y; lam the local lambda; fm the contact frames'
 ``frame_motion.FrameMotion`` (tree frame pass).
@@ -39,14 +39,14 @@ from typing import NamedTuple
 import casadi as ca
 import numpy as np
 
-from ..spatial import SE3, se3_log_translation, symmetric
-from ..spec import Out, Spec, configuration, tangent
-from . import ltdl
-from .contact_set import IMPULSE_OPTIONS, OPTIONS, check_contacts
-from .crba import crba
-from .frame_motion import classical, frame_motion, local_jacobian_and_rate, rotate, tree_motion
-from .rnea import nonlinear_effects
-from .tree import dof_ancestors
+from ...spatial import SE3, log6, symmetric
+from ...spec import Out, Spec, configuration, tangent
+from ..crba import crba
+from ..frame_motion import classical, frame_motion, local_jacobian_and_rate, rotate, tree_motion
+from ..passes import ltdl
+from ..passes.tree import dof_ancestors
+from ..rnea import nonlinear_effects
+from .sets import IMPULSE_OPTIONS, OPTIONS, check_contacts
 
 # ---------------------------------------------------------------- kinematics of the contacts
 
@@ -71,22 +71,6 @@ def contact_kinematics(model, q, v, a, contacts):
 def contact_acceleration(c, fm):
     """The constrained acceleration: classical (3d, the point's) or spatial (6d), local axes."""
     return c.select(classical(fm.v, fm.a)) if c.type == "3d" else fm.a
-
-
-def log3(R):
-    """The rotation vector of R, for angles below pi."""
-    w = ca.vertcat(R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1])
-    s2 = ca.sumsqr(w) / 4  # sin^2
-    c = (R[0, 0] + R[1, 1] + R[2, 2] - 1) / 2
-    s = ca.sqrt(s2)
-    # theta / (2 sin theta) in sin^2 near theta = 0 (not near pi, where c < 0)
-    k = ca.if_else(ca.logic_and(s2 < 1e-6, c > 0), 0.5 + s2 / 12 + 3 * s2 * s2 / 80, ca.atan2(s, c) / (2 * s))
-    return k * w
-
-
-def log6(X):
-    w = log3(X.R)
-    return ca.vertcat(se3_log_translation(w, X.p), w)
 
 
 def anchor_placement(c):

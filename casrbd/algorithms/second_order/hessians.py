@@ -1,7 +1,7 @@
 """Contracted Hessians of inverse and forward dynamics, the adjoints (gradients) they
 differentiate, and the Jacobians of those adjoints, q on the tangent space.
 
-Inverse dynamics: the closed forms of ``second_order.py`` (the second-order adjoint of Nganga &
+Inverse dynamics: the closed forms of ``adjoint.py`` (the second-order adjoint of Nganga &
 Wensing, RA-L 2021, in IDSVA's world frame). Forward dynamics, derived here: a = aba(q, v, tau, f_ext) solves
 r(x, a) = rnea(q, v, a, f_ext) - tau = 0 for x = (q, v, tau, f_ext), so with mu = -M^-1 lam the
 gradient of lam^T a is a_x^T lam = r_x^T mu, the gradient of mu^T r at fixed a and mu; its
@@ -27,15 +27,17 @@ from typing import NamedTuple
 import casadi as ca
 import numpy as np
 
-from ..model import per_model
-from ..spatial import symmetric
-from . import aba_derivatives as fd
-from . import idsva, ltdl
-from . import second_order as so
-from .aba import aba
-from .articulated import articulated_inertias
-from .minverse import minv_product
-from .tree import assemble, motion_subspaces, placements
+from ...model import per_model
+from ...spatial import symmetric
+from ...spec import SecondOrderAdjoint
+from .. import idsva
+from ..aba import aba
+from ..aba_derivatives import from_id_derivatives
+from ..minverse import minv_product
+from ..passes import ltdl
+from ..passes.articulated import articulated_inertias
+from ..passes.tree import assemble, motion_subspaces, placements
+from . import adjoint
 
 # ---------------------------------------------------------------- the chart of q (+) delta
 
@@ -87,8 +89,8 @@ def _no_forces(model, f_ext):
 def rnea_adjoint(model, q, v, a, lam, f_ext=None):
     """The gradient of lam^T rnea(q, v, a, f_ext) in O(n): (g_q on the tangent space, g_v,
     g_a = M lam, g_f the 6 x njoints gradient by f_ext, or None without f_ext)."""
-    kin = so.kinematics(model, q, v, a, f_ext)
-    g_q, g_v, g_a, g_f = so.gradient(model, kin, so.lam_composites(model, kin, lam), lam)
+    kin = adjoint.kinematics(model, q, v, a, f_ext)
+    g_q, g_v, g_a, g_f = adjoint.gradient(model, kin, adjoint.lam_composites(model, kin, lam), lam)
     return g_q, g_v, g_a, (None if f_ext is None else g_f)
 
 
@@ -97,22 +99,22 @@ def rnea_adjoint_jacobian(model, q, v, a, lam, f_ext=None):
     {(gradient part, input): block} with parts and inputs "q" (tangent; along q (+) delta' for the
     input: D), "v", "a", "f_ext" (with f_ext) and "lam"; missing blocks are zero. The lam blocks
     are the first-order Jacobian transposed (dtau_dq^T, dtau_dv^T, M, dtau_df^T)."""
-    kin = so.kinematics(model, q, v, a, f_ext)
-    blocks = so.adjoint_jacobian_blocks(model, kin, so.lam_composites(model, kin, lam), f_ext)
+    kin = adjoint.kinematics(model, q, v, a, f_ext)
+    blocks = adjoint.adjoint_jacobian_blocks(model, kin, adjoint.lam_composites(model, kin, lam), f_ext)
     dtau_dq, dtau_dv, M = idsva.idsva(model, q, v, a, f_ext)
     blocks.update({("q", "lam"): dtau_dq.T, ("v", "lam"): dtau_dv.T, ("a", "lam"): M})
     if f_ext is not None:
-        blocks["f_ext", "lam"] = so.force_jacobian(model, kin).T
+        blocks["f_ext", "lam"] = adjoint.force_jacobian(model, kin).T
     return blocks
 
 
 def rnea_hessian(model, q, v, a, lam, f_ext=None):
     """(H_qq, H_qv, H_vv, H_qa, H_qf) of lam^T rnea(q, v, a, f_ext), q on the tangent space;
     H_qf is nv x 6 njoints (f_ext vectorised column by column), nv x 0 without f_ext."""
-    kin = so.kinematics(model, q, v, a, f_ext)
-    mult = so.lam_composites(model, kin, lam)
-    g_q = so.gradient(model, kin, mult, lam)[0]
-    B = so.adjoint_jacobian_blocks(model, kin, mult, f_ext)
+    kin = adjoint.kinematics(model, q, v, a, f_ext)
+    mult = adjoint.lam_composites(model, kin, lam)
+    g_q = adjoint.gradient(model, kin, mult, lam)[0]
+    B = adjoint.adjoint_jacobian_blocks(model, kin, mult, f_ext)
     H_qq = symmetric(B["q", "q"] - chart_term(model, g_q))
     H_qf = _no_forces(model, f_ext)
     return H_qq, B["q", "v"], symmetric(B["v", "v"]), B["q", "a"], B["q", "f_ext"] if H_qf is None else H_qf
@@ -149,12 +151,12 @@ def aba_point(model, q, v, tau, lam, f_ext=None):
     dtau_dq, dtau_dv, M = idsva.idsva(model, q, v, a, f_ext)
     factors = ltdl.factorize(model, M)
     mu = -ltdl.solve(model, factors, ca.reshape(lam, model.nv, 1))
-    kin = so.kinematics(model, q, v, a, f_ext)
-    mult = so.lam_composites(model, kin, mu)
-    B = so.adjoint_jacobian_blocks(model, kin, mult, f_ext)
+    kin = adjoint.kinematics(model, q, v, a, f_ext)
+    mult = adjoint.lam_composites(model, kin, mu)
+    B = adjoint.adjoint_jacobian_blocks(model, kin, mult, f_ext)
     Y = ltdl.solve(model, factors, B["a", "q"])  # M^-1 d(M mu)/dq
-    dtau_df = None if f_ext is None else so.force_jacobian(model, kin)
-    g_q = so.gradient(model, kin, mult, mu)[0]
+    dtau_df = None if f_ext is None else adjoint.force_jacobian(model, kin)
+    g_q = adjoint.gradient(model, kin, mult, mu)[0]
     return AbaPoint(factors, g_q, B, Y, ca.mtimes(Y.T, dtau_dq), dtau_dv, dtau_df)
 
 
@@ -164,7 +166,7 @@ def aba_adjoint_jacobian(model, q, v, tau, lam, f_ext=None):
     pt = aba_point(model, q, v, tau, lam, f_ext)
     B, Y = pt.B, pt.Y
     qv = B["q", "v"] - ca.mtimes(Y.T, pt.dtau_dv)
-    da_dq, da_dv, Minv = fd.aba_derivatives(model, q, v, tau, f_ext, idsva.idsva, "ltdl")
+    da_dq, da_dv, Minv = from_id_derivatives(model, q, v, tau, f_ext, idsva.idsva, "ltdl")
     blocks = {
         ("q", "q"): B["q", "q"] - pt.Zq - pt.Zq.T,
         ("q", "v"): qv,
@@ -219,3 +221,18 @@ def aba_second_order_adjoint(model, q, v, tau, lam, f_ext=None):
     ``aba_adjoint`` ({"q", "v", "tau", "f_ext"}) and ``aba_adjoint_jacobian``."""
     args = (model, q, v, tau, lam)
     return _second_order_adjoint(aba_adjoint, aba_adjoint_jacobian, ("q", "v", "tau"), args, f_ext)
+
+
+def _jacobian_options_dropped(adjoint):
+    """The second-order adjoint is analytical whatever the Jacobian's method: drop its options."""
+
+    def impl(model, q, v, x, lam, f_ext=None, **_):
+        return adjoint(model, q, v, x, lam, f_ext)
+
+    return impl
+
+
+SECOND_ORDER = (
+    SecondOrderAdjoint("rnea", _jacobian_options_dropped(rnea_second_order_adjoint)),
+    SecondOrderAdjoint("aba", _jacobian_options_dropped(aba_second_order_adjoint)),
+)
