@@ -14,6 +14,7 @@ import casadi as ca
 from .algorithms import SPECS
 from .algorithms.configuration import tangent_map
 from .algorithms.passes.articulated import singular_joints
+from .algorithms.passes.memo import sharing
 from .model import per_model
 from .spatial import Inertia
 from .spec import F_EXT, PI, REQUIRED, Arg
@@ -155,6 +156,11 @@ def _cached(model, key):
 
 
 def _build(model, s, sym, f_ext, parameters, second_order, options, jac_options):
+    with sharing():  # one memo serves the Function and its derivative Functions
+        return _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_options)
+
+
+def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_options):
     inputs = s.inputs + ((F_EXT,) if f_ext else ()) + ((PI,) if parameters else ())
     args = [sym.sym(arg.name, *arg.shape(model)) for arg in inputs]
     named = {arg.name: x for arg, x in zip(inputs, args)}
@@ -175,23 +181,27 @@ def _build(model, s, sym, f_ext, parameters, second_order, options, jac_options)
     fname = _c_name(f"{model.name}_{s.name}{suffix}")
     fopts = {}
     if jac_options is not None:
-        blocks = s.jacobian.impl(model, *args[: len(s.inputs)], **extra, **options, **jac_options)
+        # casadi hands its derivative Functions the nominal outputs: they use them, not a second solve
+        nominal = [sym.sym("out_" + out.name, o.shape) for out, o in zip(s.outputs, outs)]
+        out = {o.name: x for o, x in zip(s.outputs, nominal)}
+        blocks = s.jacobian.impl(model, *args[: len(s.inputs)], **extra, **options, **jac_options, out=out)
         fopts = {
-            "custom_jacobian": _custom_jacobian(model, s, fname, inputs, args, outs, blocks),
+            "custom_jacobian": _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks),
             # it serves Jacobians and many directions; one adjoint (a gradient, and the exact Hessian's
             # forward-over-reverse) goes through the reverse mode: the second-order adjoint below, or
             # AD of the dynamics graph, which is smaller than the Jacobian's
             "jac_penalty": 0.5,
         }
         if second_order:
-            adjoint = _second_order_adjoint(model, s, fname, inputs, args, outs, extra, jac_options)
+            adjoint = _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, jac_options)
             fopts["cache"] = {adjoint.name(): adjoint}
     return ca.Function(fname, args, outs, [a.name for a in inputs], [o.name for o in s.outputs], fopts)
 
 
-def _custom_jacobian(model, s, fname, inputs, args, outs, blocks):
+def _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks):
     """jac_<fname>: the analytical Jacobian ``blocks`` of every output with respect to every input,
-    in casadi's layout (output-major blocks; inputs: the Function's inputs, then its nominal outputs).
+    in casadi's layout (output-major blocks; inputs: the Function's inputs, then its nominal outputs,
+    the symbols ``nominal`` that the blocks may use).
     Blocks of configuration inputs are the tangent derivative times the tangent map of raw q; a
     missing block is zero, but for the parameters, which every analytical Jacobian must cover."""
     jac = []
@@ -205,7 +215,6 @@ def _custom_jacobian(model, s, fname, inputs, args, outs, blocks):
             elif arg.kind == "configuration":
                 block = ca.mtimes(block, tangent_map(model, x))
             jac.append(block)
-    nominal = [type(o).sym("out_" + out.name, o.shape) for out, o in zip(s.outputs, outs)]
     return ca.Function(
         "jac_" + fname,
         args + nominal,
@@ -215,16 +224,18 @@ def _custom_jacobian(model, s, fname, inputs, args, outs, blocks):
     )
 
 
-def _second_order_adjoint(model, s, fname, inputs, args, outs, extra, options):
+def _second_order_adjoint(model, s, fname, inputs, args, nominal_outputs, extra, options):
     """adj1_<fname>: lam^T d out / d inputs in raw coordinates, with the custom Jacobian
     jac_adj1_<fname> (casadi's layout: blocks d adj_x / d (inputs, out, lam), then the nominal
     adjoints as inputs) from the spec's second-order adjoint. For a configuration x with tangent map
     T(x): adj_x = T^T g_x, d adj_x / d x = T^T D_xx T + d(T(x)^T g)/dx at fixed g (the curvature of
     the normalisation inside the joints; AD of T's few joint-local entries)."""
-    (out,), (o,) = s.outputs, outs
-    sym = type(o)
-    nominal, lam = sym.sym("out_" + out.name, o.shape), sym.sym("adj_" + out.name, o.shape)
-    gradient, jacobian = s.hessian.impl(model, *args[: len(s.inputs)], lam=lam, **extra, **options)
+    (out,), (nominal,) = s.outputs, nominal_outputs
+    sym = type(nominal)
+    lam = sym.sym("adj_" + out.name, nominal.shape)
+    gradient, jacobian = s.hessian.impl(
+        model, *args[: len(s.inputs)], lam=lam, **extra, **options, out={out.name: nominal}
+    )
     config = {a.name: tangent_map(model, x) for a, x in zip(inputs, args) if a.kind == "configuration"}
     wrts = list(zip(inputs, args)) + [(None, nominal), (Arg("lam", "tangent"), lam)]
     adjoints, blocks = [], []

@@ -86,9 +86,11 @@ class Spec(NamedTuple):
 class Jacobian(NamedTuple):
     """An analytical Jacobian of the Function ``of``.
 
-    ``impl(model, *inputs, f_ext=None, **options)`` returns a dict {(output name, input name):
-    block}, d output / d input with configuration inputs on the tangent space (nv columns);
-    missing blocks are zero. ``options`` select the method, as a spec's."""
+    ``impl(model, *inputs, f_ext=None, out=None, **options)`` returns a dict {(output name, input
+    name): block}, d output / d input with configuration inputs on the tangent space (nv columns);
+    missing blocks are zero. ``out`` maps each output name to its nominal value, which casadi hands
+    the Jacobian (use it rather than computing the output again). ``options`` select the method,
+    as a spec's."""
 
     of: str
     impl: Callable
@@ -99,7 +101,8 @@ class SecondOrderAdjoint(NamedTuple):
     """The second-order adjoint of the single-output Function ``of``, for casadi's reverse mode and
     the exact Hessians built on it (``casrbd.functions`` installs it as ``adj1_<name>``).
 
-    ``impl(model, *inputs, lam, f_ext=None, **options)`` returns (gradient, jacobian): gradient
+    ``impl(model, *inputs, lam, f_ext=None, out=None, **options)`` returns (gradient, jacobian)
+    (``out``: the nominal outputs by name, as for ``Jacobian``): gradient
     {input name: lam^T d output / d input} (configuration inputs on the tangent space, nv
     entries); jacobian {(input name, wrt): d gradient[input] / d wrt} for wrt an input name or
     "lam", configuration inputs moved along q (+) delta; missing blocks are zero. ``options``

@@ -25,6 +25,7 @@ from .aba import aba
 from .minverse import minv_product
 from .passes import ltdl
 from .passes.articulated import articulated_inertias
+from .passes.memo import shared
 from .passes.tree import free_flyer_roots, motion_subspaces, placements, root_gravity
 from .regressor import joint_torque_regressor, symbolic_inertias
 from .rnea_derivatives import ID_DERIVATIVES, METHOD, STATE, transposed_jacobians
@@ -33,10 +34,18 @@ PRODUCTS = ("dmm", "aza", "ltdl")
 PRODUCT = Option("ltdl", PRODUCTS)
 
 
-def from_id_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl"):
-    """(da/dq, da/dqd, da/dtau = M^-1); ``id_derivatives`` is an ID-derivative algorithm."""
-    a = aba(model, q, v, tau, f_ext)
-    dtau_dq, dtau_dv, M = id_derivatives(model, q, v, a, f_ext)
+def from_id_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl", a=None):
+    """(da/dq, da/dqd, da/dtau = M^-1); ``id_derivatives`` is an ID-derivative algorithm, ``a``
+    aba(q, v, tau, f_ext) where the caller has it (a Function's nominal output)."""
+    a = aba(model, q, v, tau, f_ext) if a is None else a
+    return minv_times(model, q, id_derivatives(model, q, v, a, f_ext), product)
+
+
+@shared
+def minv_times(model, q, id_derivatives, product="ltdl"):
+    """(-M^-1 dtau/dq, -M^-1 dtau/dv, M^-1) from the ID derivatives (dtau/dq, dtau/dv, M) at
+    a = aba(...), by ``product``."""
+    dtau_dq, dtau_dv, M = id_derivatives
     liMi = placements(model, q)
     # closed-form base columns: M^-1 M[:, :3] selects the base's linear rows, unless the base has armature
     roots = [r for r in free_flyer_roots(model) if model.joint_armature(r) is None]
@@ -59,20 +68,23 @@ def from_id_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl")
     return da_dq, da[:, model.nv :], Minv
 
 
-def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl"):
-    """(da/dq, da/dv, da/dtau = M^-1); d/dq on the tangent space. ``method`` picks the ID derivatives."""
+def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl", a=None):
+    """(da/dq, da/dv, da/dtau = M^-1); d/dq on the tangent space. ``method`` picks the ID derivatives;
+    ``a``: aba(q, v, tau, f_ext) where the caller has it."""
     if method == "ad":
-        return ad.aba_derivatives(model, q, v, tau, f_ext)
-    return from_id_derivatives(model, q, v, tau, f_ext, ID_DERIVATIVES[method], minv_product)
+        return ad.aba_jacobians(model, q, v, tau, f_ext)
+    return from_id_derivatives(model, q, v, tau, f_ext, ID_DERIVATIVES[method], minv_product, a)
 
 
-def aba_jacobian(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl"):
-    d_dq, d_dv, Minv = aba_derivatives(model, q, v, tau, f_ext, method, minv_product)
+def aba_jacobian(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl", out=None):
+    """The blocks of d a / d inputs at the Function's nominal output ``out["a"]`` (not recomputed)."""
+    a = out["a"]
+    d_dq, d_dv, Minv = aba_derivatives(model, q, v, tau, f_ext, method, minv_product, a)
     blocks = {("a", "q"): d_dq, ("a", "v"): d_dv, ("a", "tau"): Minv}
     if f_ext is not None:  # a = M^-1 (tau - ...) + M^-1 sum J_i^T f_i
         blocks["a", "f_ext"] = ca.mtimes(Minv, transposed_jacobians(model, q))
     if symbolic_inertias(model):  # Y(q, v, a) pi + ... = tau at a = aba(...), so da/dpi = -M^-1 Y
-        Y = joint_torque_regressor(model, q, v, aba(model, q, v, tau, f_ext))
+        Y = joint_torque_regressor(model, q, v, a)
         blocks["a", "pi"] = -ca.mtimes(Minv, Y)
     return blocks
 

@@ -22,9 +22,9 @@ def tangent_jacobians(model, fun, q, v, x, f_ext=None):
     return tuple(ca.Function("ad", [Q, V, X] + ([] if F is None else [F]), jacs)(*args))
 
 
-def rnea_derivatives(model, q, v, a, f_ext=None):
+def rnea_jacobians(model, q, v, a, f_ext=None):
     return tangent_jacobians(model, rnea, q, v, a, f_ext)
 
 
-def aba_derivatives(model, q, v, tau, f_ext=None):
+def aba_jacobians(model, q, v, tau, f_ext=None):
     return tangent_jacobians(model, aba, q, v, tau, f_ext)

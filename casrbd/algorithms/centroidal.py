@@ -199,7 +199,7 @@ def centroidal_momentum(model, q, v):
     return ccrba(model, q, v)[1]
 
 
-def centroidal_momentum_jacobian(model, q, v):
+def centroidal_momentum_jacobian(model, q, v, out=None):
     """The analytical Jacobian of ``centroidal_momentum``: dh_G/dq and A_G."""
     dh_dq, _, _, Ag = centroidal_dynamics_derivatives(model, q, v, ca.DM.zeros(model.nv))
     return {("hg", "q"): dh_dq, ("hg", "v"): Ag}

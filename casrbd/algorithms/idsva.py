@@ -29,6 +29,7 @@ import casadi as ca
 import numpy as np
 
 from ..spatial import SE3, ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
+from .passes.memo import shared
 from .passes.tree import (
     assemble,
     free_flyer_roots,
@@ -90,6 +91,7 @@ class Forward(NamedTuple):
     f: list  # the bodies' forces, external forces included
 
 
+@shared
 def tree_placements(model, q):
     """(liMi, placements of the joint frames in their tree's frame, gravity a_0 = -a_g of each root there)."""
     liMi = joint_placements(model, q)
@@ -109,6 +111,7 @@ def tree_placements(model, q):
     return liMi, oMi, a0
 
 
+@shared
 def forward(model, q, v, a, f_ext=None):
     """The ``Forward`` quantities of lines 1-11."""
     require_constant_subspaces(model, "IDSVA")
@@ -136,6 +139,7 @@ def forward(model, q, v, a, f_ext=None):
     return Forward(oMi, a0, oS, Sd, Psid, Psidd, ov, oa, I, BC2, f)
 
 
+@shared
 def idsva(model, q, v, a, f_ext=None):
     """(dtau/dq, dtau/dqd, dtau/dqdd = M)."""
     fw = forward(model, q, v, a, f_ext)

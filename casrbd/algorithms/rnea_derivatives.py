@@ -12,7 +12,7 @@ from . import ad, chain_rule, idsva
 from .kinematics import joint_jacobians
 from .regressor import joint_torque_regressor, symbolic_inertias
 
-ID_DERIVATIVES = {"chain_rule": chain_rule.rnea_derivatives, "idsva": idsva.idsva, "ad": ad.rnea_derivatives}
+ID_DERIVATIVES = {"chain_rule": chain_rule.rnea_derivatives, "idsva": idsva.idsva, "ad": ad.rnea_jacobians}
 METHOD = Option("idsva", tuple(ID_DERIVATIVES))
 STATE = (configuration(), tangent("v"))
 
@@ -27,7 +27,7 @@ def transposed_jacobians(model, q):
     return ca.horzcat(*[J.T for J in joint_jacobians(model, q)])
 
 
-def rnea_jacobian(model, q, v, a, f_ext=None, method="idsva"):
+def rnea_jacobian(model, q, v, a, f_ext=None, method="idsva", out=None):
     d_dq, d_dv, d_da = rnea_derivatives(model, q, v, a, f_ext, method)
     blocks = {("tau", "q"): d_dq, ("tau", "v"): d_dv, ("tau", "a"): d_da}
     if f_ext is not None:

@@ -217,13 +217,13 @@ def impulse_dynamics_derivatives(model, q, v, contacts, reference="local", resti
     return dvp_dq, dvp_dv, dP_dq, dP_dv
 
 
-def constraint_dynamics_jacobian(model, q, v, tau, **options):
+def constraint_dynamics_jacobian(model, q, v, tau, out=None, **options):
     d = constraint_dynamics_derivatives(model, q, v, tau, **options)
     keys = [(out, arg) for out in ("ddq", "lambda_c") for arg in ("q", "v", "tau")]
     return dict(zip(keys, d))
 
 
-def impulse_dynamics_jacobian(model, q, v, **options):
+def impulse_dynamics_jacobian(model, q, v, out=None, **options):
     d = impulse_dynamics_derivatives(model, q, v, **options)
     return dict(zip([(out, arg) for out in ("dq_after", "impulse_c") for arg in ("q", "v")], d))
 

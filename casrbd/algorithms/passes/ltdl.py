@@ -16,6 +16,7 @@ from typing import NamedTuple
 import casadi as ca
 
 from ...spatial import symmetric
+from .memo import shared
 from .tree import dof_ancestors as ancestors
 
 
@@ -25,6 +26,7 @@ class Factors(NamedTuple):
     Dinv: list
 
 
+@shared
 def factorize(model, M):
     H = {(i, j): M[i, j] for i in range(model.nv) for j in (i, *ancestors(model, i))}
     for k in reversed(range(model.nv)):

@@ -19,8 +19,10 @@ import casadi as ca
 import numpy as np
 
 from ...spatial import SE3Chain
+from .memo import shared
 
 
+@shared
 def placements(model, q):
     """liMi: the placement of body i's algorithm frame in its parent's at q, for every body;
     a chain of two factors where the constant part rotates about x only."""
@@ -32,6 +34,7 @@ def placements(model, q):
     return X
 
 
+@shared
 def motion_subspaces(model, q):
     """S_i in body i's algorithm frame (constant, or at q)."""
     return [

@@ -47,6 +47,7 @@ import casadi as ca
 from ...spatial import ang, cross, force_cross, lin, motion_cross
 from .. import idsva
 from ..idsva import Coriolis2
+from ..passes.memo import shared
 from ..passes.tree import assemble, columns
 
 
@@ -79,6 +80,7 @@ def cross_sets(x, S):
     return -motion_cross(x, S)
 
 
+@shared
 def kinematics(model, q, v, a, f_ext=None):
     """The ``Kinematics`` at (q, v, a, f_ext)."""
     fw = idsva.forward(model, q, v, a, f_ext)

@@ -32,7 +32,7 @@ from ...spatial import symmetric
 from ...spec import SecondOrderAdjoint
 from .. import idsva
 from ..aba import aba
-from ..aba_derivatives import from_id_derivatives
+from ..aba_derivatives import minv_times
 from ..minverse import minv_product
 from ..passes import ltdl
 from ..passes.articulated import articulated_inertias
@@ -123,10 +123,11 @@ def rnea_hessian(model, q, v, a, lam, f_ext=None):
 # ---------------------------------------------------------------- forward dynamics
 
 
-def aba_adjoint(model, q, v, tau, lam, f_ext=None):
+def aba_adjoint(model, q, v, tau, lam, f_ext=None, a=None):
     """The gradient of lam^T aba(q, v, tau, f_ext) in O(n): (g_q, g_v, g_tau = M^-1 lam, g_f or None),
-    the gradient of mu^T rnea at a = aba(...), mu = -M^-1 lam by ABA's articulated inertias."""
-    a = aba(model, q, v, tau, f_ext)
+    the gradient of mu^T rnea at a = aba(...) (given, or computed), mu = -M^-1 lam by ABA's
+    articulated inertias."""
+    a = aba(model, q, v, tau, f_ext) if a is None else a
     art = articulated_inertias(model, placements(model, q), motion_subspaces(model, q))
     mu = -minv_product(model, art, ca.reshape(lam, model.nv, 1))
     g_q, g_v, _, g_f = rnea_adjoint(model, q, v, a, mu, f_ext)
@@ -134,9 +135,11 @@ def aba_adjoint(model, q, v, tau, lam, f_ext=None):
 
 
 class AbaPoint(NamedTuple):
-    """What the forward-dynamics blocks share: the LTDL factors of M at q, the gradient g_q and the
-    blocks of mu^T rnea's adjoint Jacobian at a = aba(...), Y, Zq = Y^T dtau_dq, dtau_dv, dtau_df."""
+    """What the forward-dynamics blocks share: IDSVA's (dtau_dq, dtau_dv, M) at a = aba(...), the LTDL
+    factors of M, the gradient g_q and the blocks of mu^T rnea's adjoint Jacobian, Y, Zq = Y^T dtau_dq,
+    dtau_dv, dtau_df."""
 
+    id_derivatives: tuple
     factors: ltdl.Factors
     g_q: object
     B: dict
@@ -146,9 +149,10 @@ class AbaPoint(NamedTuple):
     dtau_df: object
 
 
-def aba_point(model, q, v, tau, lam, f_ext=None):
-    a = aba(model, q, v, tau, f_ext)
-    dtau_dq, dtau_dv, M = idsva.idsva(model, q, v, a, f_ext)
+def aba_point(model, q, v, tau, lam, f_ext=None, a=None):
+    a = aba(model, q, v, tau, f_ext) if a is None else a
+    id_derivatives = idsva.idsva(model, q, v, a, f_ext)
+    dtau_dq, dtau_dv, M = id_derivatives
     factors = ltdl.factorize(model, M)
     mu = -ltdl.solve(model, factors, ca.reshape(lam, model.nv, 1))
     kin = adjoint.kinematics(model, q, v, a, f_ext)
@@ -157,16 +161,17 @@ def aba_point(model, q, v, tau, lam, f_ext=None):
     Y = ltdl.solve(model, factors, B["a", "q"])  # M^-1 d(M mu)/dq
     dtau_df = None if f_ext is None else adjoint.force_jacobian(model, kin)
     g_q = adjoint.gradient(model, kin, mult, mu)[0]
-    return AbaPoint(factors, g_q, B, Y, ca.mtimes(Y.T, dtau_dq), dtau_dv, dtau_df)
+    return AbaPoint(id_derivatives, factors, g_q, B, Y, ca.mtimes(Y.T, dtau_dq), dtau_dv, dtau_df)
 
 
-def aba_adjoint_jacobian(model, q, v, tau, lam, f_ext=None):
+def aba_adjoint_jacobian(model, q, v, tau, lam, f_ext=None, a=None):
     """Every block of the Jacobian of ``aba_adjoint``, as ``rnea_adjoint_jacobian``'s, with "tau"
-    for "a"; the lam blocks are the first-order Jacobian transposed (da_dq^T, da_dv^T, M^-1, da_df^T)."""
-    pt = aba_point(model, q, v, tau, lam, f_ext)
+    for "a"; the lam blocks are the first-order Jacobian transposed (da_dq^T, da_dv^T, M^-1, da_df^T).
+    ``a``: aba(q, v, tau, f_ext) where the caller has it."""
+    pt = aba_point(model, q, v, tau, lam, f_ext, a)
     B, Y = pt.B, pt.Y
     qv = B["q", "v"] - ca.mtimes(Y.T, pt.dtau_dv)
-    da_dq, da_dv, Minv = from_id_derivatives(model, q, v, tau, f_ext, idsva.idsva, "ltdl")
+    da_dq, da_dv, Minv = minv_times(model, q, pt.id_derivatives, "ltdl")
     blocks = {
         ("q", "q"): B["q", "q"] - pt.Zq - pt.Zq.T,
         ("q", "v"): qv,
@@ -201,33 +206,35 @@ def aba_hessian(model, q, v, tau, lam, f_ext=None):
 # ---------------------------------------------------------------- for casadi's derivative cache
 
 
-def _second_order_adjoint(adjoint, jacobian, names, args, f_ext):
-    g = adjoint(*args, f_ext)
+def _second_order_adjoint(g, jacobian, names, f_ext):
     gradient = dict(zip(names, g[:3]))
     if f_ext is not None:
         gradient["f_ext"] = g[3]
-    return gradient, jacobian(*args, f_ext)
+    return gradient, jacobian
 
 
-def rnea_second_order_adjoint(model, q, v, a, lam, f_ext=None):
+def rnea_second_order_adjoint(model, q, v, a, lam, f_ext=None, out=None):
     """(gradient, jacobian) of lam^T rnea as ``spec.SecondOrderAdjoint`` defines them: the dicts of
     ``rnea_adjoint`` ({"q", "v", "a", "f_ext"}) and ``rnea_adjoint_jacobian``."""
-    args = (model, q, v, a, lam)
-    return _second_order_adjoint(rnea_adjoint, rnea_adjoint_jacobian, ("q", "v", "a"), args, f_ext)
+    g = rnea_adjoint(model, q, v, a, lam, f_ext)
+    return _second_order_adjoint(g, rnea_adjoint_jacobian(model, q, v, a, lam, f_ext), ("q", "v", "a"), f_ext)
 
 
-def aba_second_order_adjoint(model, q, v, tau, lam, f_ext=None):
+def aba_second_order_adjoint(model, q, v, tau, lam, f_ext=None, out=None):
     """(gradient, jacobian) of lam^T aba as ``spec.SecondOrderAdjoint`` defines them: the dicts of
-    ``aba_adjoint`` ({"q", "v", "tau", "f_ext"}) and ``aba_adjoint_jacobian``."""
-    args = (model, q, v, tau, lam)
-    return _second_order_adjoint(aba_adjoint, aba_adjoint_jacobian, ("q", "v", "tau"), args, f_ext)
+    ``aba_adjoint`` ({"q", "v", "tau", "f_ext"}) and ``aba_adjoint_jacobian``, at the Function's
+    nominal output a = out["a"] (not recomputed)."""
+    a = out["a"]
+    g = aba_adjoint(model, q, v, tau, lam, f_ext, a)
+    jacobian = aba_adjoint_jacobian(model, q, v, tau, lam, f_ext, a)
+    return _second_order_adjoint(g, jacobian, ("q", "v", "tau"), f_ext)
 
 
 def _jacobian_options_dropped(adjoint):
     """The second-order adjoint is analytical whatever the Jacobian's method: drop its options."""
 
-    def impl(model, q, v, x, lam, f_ext=None, **_):
-        return adjoint(model, q, v, x, lam, f_ext)
+    def impl(model, q, v, x, lam, f_ext=None, out=None, **_):
+        return adjoint(model, q, v, x, lam, f_ext, out)
 
     return impl
 
