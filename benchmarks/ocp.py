@@ -8,7 +8,7 @@ initial guess, with the dynamics' derivatives in three modes: "AD" (casadi's
 AD of the dynamics graph), "J" (the analytical Jacobian; the gradient and the
 exact Hessian's forward-over-reverse by AD of the graph) and "J+H" (the
 analytical Jacobian, adjoint and contracted Hessian: ``casrbd.function``'s
-``hessian="analytical"``); in casadi's VM, and compiled: the NLP's own
+``second_order="analytical"``); in casadi's VM, and compiled: the NLP's own
 functions (nlp_f, nlp_g, nlp_grad_f, nlp_jac_g, nlp_hess_l, with the dynamics
 and their derivatives inside) generated to C and compiled by casadi's jit
 (``ocp.solver_options(compiled=True)``, gcc -O1). The contact dynamics (trot)
@@ -185,7 +185,7 @@ NOTES = """
   derivatives of the contact dynamics in its Hessian, did not finish (gcc -O1 stopped after 11 min at
   6.6 GB); the humanoid's was not tried.
 - `derivatives`: AD, casadi's AD of the dynamics graph; J, the analytical Jacobian with AD's second
-  derivatives; J+H, the analytical Jacobian, adjoint and contracted Hessian (`hessian="analytical"`).
+  derivatives; J+H, the analytical Jacobian, adjoint and contracted Hessian (`second_order="analytical"`).
 - Times are the process's CPU time in the solve (`t_proc_total`), in the constraint Jacobian (`jac_g`)
   and in the Hessian of the Lagrangian (`hess_l`); `/AD` is the ratio to the AD row of the same example
   and code. The modes take the same iterates (tests/test_ocp.py and tests/test_second_order_wiring.py).

@@ -341,16 +341,16 @@ def impulse_dynamics_derivatives(model, q, v, contacts, reference="local", resti
     )
 
 
-def rnea_hessian(model, q, v, a, lam, f_ext=None, method="analytical"):
+def rnea_hessian(model, q, v, a, lam, f_ext=None, method="second_order_adjoint"):
     """Hessian of lam^T rnea(q, v, a, f_ext) by (q, v, a), q on the tangent space (phi(q (+) delta)
     at delta = 0): (H_qq, H_qv, H_vv, H_qa), plus H_qf (nv x 6 njoints, f_ext vectorised column by
-    column) when f_ext is given; the a-a and a-v blocks vanish. ``method``: "analytical" (the
+    column) when f_ext is given; the a-a and a-v blocks vanish. ``method``: "second_order_adjoint" (the
     second-order adjoint in IDSVA's world frame) or "ad" (casadi's AD)."""
     out = evaluate("rnea_hessian", model, q, v, a, lam, f_ext=f_ext, method=method)
     return out if f_ext is not None else out[:4]
 
 
-def aba_hessian(model, q, v, tau, lam, f_ext=None, method="analytical"):
+def aba_hessian(model, q, v, tau, lam, f_ext=None, method="second_order_adjoint"):
     """Hessian of lam^T aba(q, v, tau, f_ext) by (q, v, tau), q on the tangent space: (H_qq, H_qv,
     H_vv, H_qtau), plus H_qf when f_ext is given; the tau-tau and tau-v blocks vanish."""
     out = evaluate("aba_hessian", model, q, v, tau, lam, f_ext=f_ext, method=method)

@@ -172,7 +172,7 @@ def check_names(functions, library=None):
 
 def _custom_derivatives(f):
     """The derivative Functions that are part of ``f``: its custom Jacobian ``jac_<name>``, and a
-    second-order adjoint ``adj1_<name>`` (``casrbd.function(..., hessian="analytical")``) with its own
+    second-order adjoint ``adj1_<name>`` (``casrbd.function(..., second_order="analytical")``) with its own
     custom Jacobian ``jac_adj1_<name>``.
 
     ``f.cache()`` also lists any derivative casadi built on request while someone holds it, which

@@ -8,6 +8,7 @@ lifetime (models are immutable, so a cached Function never goes stale).
 """
 
 import re
+import warnings
 
 import casadi as ca
 
@@ -17,7 +18,7 @@ from .algorithms.passes.articulated import singular_joints
 from .algorithms.passes.memo import sharing
 from .model import per_model
 from .spatial import Inertia
-from .spec import F_EXT, PI, REQUIRED, Arg
+from .spec import F_EXT, PI, REQUIRED, Arg, choice
 
 JACOBIANS = ("ad", "analytical")
 SYMBOLIC = ("SX", "MX")
@@ -25,12 +26,6 @@ SYMBOLIC = ("SX", "MX")
 
 class SingularMassMatrixError(ValueError):
     """The model's mass matrix is singular, so what was asked for is undefined."""
-
-
-def choice(what, value, valid):
-    if value not in valid:
-        raise ValueError(f"unknown {what} {value!r}; valid: {', '.join(map(repr, valid))}")
-    return value
 
 
 def spec(name):
@@ -50,7 +45,7 @@ def resolve_options(model, name, declared, options):
         if value is REQUIRED:
             raise TypeError(f"{name}: option {key!r} is required")
         if option.choices is not None:
-            choice(key, value, option.choices)
+            value = choice(key, value, option.choices, option.deprecated)
         out[key] = value if option.resolve is None else option.resolve(model, value)
     return out
 
@@ -72,7 +67,9 @@ def _c_name(text):
     return name if re.match(r"[A-Za-z_]", name) else "m_" + name
 
 
-def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=False, hessian=None, **options):
+def function(
+    model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=False, second_order=None, hessian=None, **options
+):
     """The named casadi Function of an algorithm for ``model``, built once and cached.
 
     Inputs are named as the algorithm's arguments (``q``, ``v``, ``a`` or ``tau``),
@@ -90,7 +87,7 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
     Function and differentiate its graph. With ``parameters=True`` it includes
     d tau / d pi = Y and d a / d pi = -M^-1 Y (``algorithms/regressor.py``).
 
-    ``hessian``, with ``jacobian="analytical"`` (default: "analytical" where the
+    ``second_order``, with ``jacobian="analytical"`` (default: "analytical" where the
     spec carries a second-order adjoint, rnea and aba): casadi's reverse mode of
     the Function (a gradient) is the analytical adjoint, and its Jacobian (the
     forward-over-reverse of IPOPT's exact Hessian) the analytical contracted
@@ -105,13 +102,17 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
         raise ValueError(
             f"{name} takes no external forces; f_ext=True is valid for {[n for n, t in SPECS.items() if t.f_ext]}"
         )
-    if hessian is None:
+    if hessian is not None:  # the old spelling: "hessian" is the solver's word (exact | limited-memory)
+        warnings.warn("casrbd.function(hessian=...) is deprecated; use second_order=...", DeprecationWarning, 2)
+        second_order = second_order or hessian
+    if second_order is None:
         # analytical where it is offered; the second-order adjoint has no blocks for the parameters
-        hessian = "analytical" if jacobian == "analytical" and s.hessian is not None and not parameters else "ad"
-    choice("hessian", hessian, JACOBIANS)
-    if hessian == "analytical" and (jacobian != "analytical" or s.hessian is None):
+        offered = jacobian == "analytical" and s.hessian is not None and not parameters
+        second_order = "analytical" if offered else "ad"
+    choice("second_order", second_order, JACOBIANS)
+    if second_order == "analytical" and (jacobian != "analytical" or s.hessian is None):
         raise ValueError(
-            f"hessian='analytical' needs jacobian='analytical' and is offered for "
+            f"second_order='analytical' needs jacobian='analytical' and is offered for "
             f"{[n for n, t in SPECS.items() if t.hessian]}, not {name!r} with jacobian={jacobian!r}"
         )
     jac_options = None
@@ -133,7 +134,7 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
         symbolic,
         bool(f_ext),
         bool(parameters),
-        hessian,
+        second_order,
         tuple(sorted(options.items())),
         None if jac_options is None else tuple(sorted(jac_options.items())),
     )
@@ -142,14 +143,14 @@ def function(model, name, symbolic="SX", f_ext=False, jacobian="ad", parameters=
 
 @per_model
 def _cached(model, key):
-    name, symbolic, f_ext, parameters, hessian, options, jac_options = key
+    name, symbolic, f_ext, parameters, second_order, options, jac_options = key
     return _build(
         model,
         SPECS[name],
         getattr(ca, symbolic),
         f_ext,
         parameters,
-        hessian == "analytical",
+        second_order == "analytical",
         dict(options),
         None if jac_options is None else dict(jac_options),
     )
@@ -174,7 +175,7 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     # one common-subexpression pass over all outputs: they share kinematics
     outs = ca.cse(list(outs) if isinstance(outs, tuple) else [outs])
     suffix = "".join(f"_{v}" for _, v in sorted({**options, **(jac_options or {})}.items()))
-    # with hessian="ad" casadi builds adj1_<name> by AD: a name of its own keeps the two apart
+    # with second_order="ad" casadi builds adj1_<name> by AD: a name of its own keeps the two apart
     suffix += "_pi" * parameters + "_adhessian" * (
         jac_options is not None and s.hessian is not None and not second_order
     )
@@ -241,7 +242,7 @@ def _second_order_adjoint(model, s, fname, inputs, args, nominal_outputs, extra,
     adjoints, blocks = [], []
     for a, x in zip(inputs, args):
         if a.name not in gradient and a.kind == "parameters":
-            raise NotImplementedError(f"{s.name}: no second-order adjoint for the parameters; use hessian='ad'")
+            raise NotImplementedError(f"{s.name}: no second-order adjoint for the parameters; use second_order='ad'")
         g = ca.vec(gradient.get(a.name, ca.DM(x.numel(), 1)))
         adjoints.append(ca.reshape(ca.mtimes(config[a.name].T, g) if a.name in config else g, x.shape))
         for b, y in wrts:

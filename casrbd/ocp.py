@@ -74,7 +74,7 @@ def dynamics(
     second_order = second_order or ("analytical" if jacobian == "analytical" else "ad")
     _choice("second_order", second_order, JACOBIANS)
     if not compiled:
-        return function(model, name, f_ext=f_ext, jacobian=jacobian, hessian=second_order, **options)
+        return function(model, name, f_ext=f_ext, jacobian=jacobian, second_order=second_order, **options)
     functions = library_functions(model, name, jacobian, f_ext, hessian, second_order, **options)
     lib = codegen.compile_functions(
         functions, name=functions[0].name() + ("_h" if hessian == "exact" else "_j"), flags=flags
@@ -88,7 +88,7 @@ def library_functions(model, name, jacobian="analytical", f_ext=False, hessian="
     Jacobian jac_jac_f (AD of the dynamics graph in both first-order modes, as casadi takes it in the
     VM)."""
     second_order = second_order or ("analytical" if jacobian == "analytical" else "ad")
-    f = function(model, name, f_ext=f_ext, jacobian=jacobian, hessian=second_order, **options)
+    f = function(model, name, f_ext=f_ext, jacobian=jacobian, second_order=second_order, **options)
     jac = f.jacobian()
     functions = [f] + ([jac] if jacobian == "ad" else [])
     if hessian == "exact" and second_order == "ad":

@@ -9,7 +9,21 @@ and shapes results from it. A derivative module attaches an analytical
 Jacobian to any spec by a ``Jacobian`` entry (``casrbd.algorithms`` joins them).
 """
 
+import warnings
 from typing import Callable, NamedTuple
+
+
+def choice(what, value, valid, deprecated=None):
+    """``value`` if it is one of ``valid``; an old spelling in ``deprecated`` ({old: new}) is mapped
+    to its new name with a DeprecationWarning (kept for one release); anything else raises a
+    ValueError that lists the valid values."""
+    if deprecated and isinstance(value, str) and value in deprecated:
+        new = deprecated[value]
+        warnings.warn(f"{what}={value!r} is deprecated; use {what}={new!r}", DeprecationWarning, stacklevel=3)
+        value = new
+    if value not in valid:
+        raise ValueError(f"unknown {what} {value!r}; valid: {', '.join(map(repr, valid))}")
+    return value
 
 
 class Arg(NamedTuple):
@@ -56,12 +70,14 @@ REQUIRED = object()
 class Option(NamedTuple):
     """A keyword option that selects the Function (part of its cache key and its name).
 
-    ``choices``: the valid values; ``resolve(model, value)``: checks a value and returns its
-    canonical, hashable form (``FRAME``: a frame name or index, resolved to the index)."""
+    ``choices``: the valid values, ``deprecated``: old spellings {old: new} still accepted with a
+    DeprecationWarning; ``resolve(model, value)``: checks a value and returns its canonical,
+    hashable form (``FRAME``: a frame name or index, resolved to the index)."""
 
     default: object = REQUIRED
     choices: tuple = None
     resolve: Callable = None
+    deprecated: dict = None
 
 
 def _frame_index(model, frame):

@@ -103,7 +103,7 @@ def jacobian_function(f):
 def test_custom_jacobian_is_exported_and_used_after_loading():
     names = ("rnea", "aba")
     # without the second-order adjoint, which casadi would take for full Jacobians of an External too
-    analytical = [casrbd.function(ARM7, name, jacobian="analytical", hessian="ad", f_ext=True) for name in names]
+    analytical = [casrbd.function(ARM7, name, jacobian="analytical", second_order="ad", f_ext=True) for name in names]
     lib = codegen.compile_functions(analytical, name="arm7_analytical", flags=NO_OPT)
     exported = ctypes.CDLL(str(lib.path))
     for name, f in zip(names, analytical):

@@ -87,7 +87,7 @@ def test_configurations_are_not_normalized():
 def test_analytical_jacobian_equals_ad_jacobian(robot, fname, options, with_f_ext):
     m = get_model(robot)
     # the first derivatives alone (the analytical Hessian: test_second_order_wiring.py)
-    analytical = casrbd.function(m, fname, f_ext=with_f_ext, jacobian="analytical", hessian="ad", **options)
+    analytical = casrbd.function(m, fname, f_ext=with_f_ext, jacobian="analytical", second_order="ad", **options)
     default = casrbd.function(m, fname, f_ext=with_f_ext)
     J_analytical, J_ad = mx_jacobian(analytical), mx_jacobian(default)
 

@@ -52,8 +52,8 @@ def state(model, seed, with_f_ext):
 @pytest.mark.parametrize("robot", ["random", "arm7"])
 def test_hessian_of_a_call_is_the_analytical_one_and_equals_ad(robot, dynamics, with_f_ext):
     model = get_model(robot)
-    analytical = casrbd.function(model, dynamics, jacobian="analytical", hessian="analytical", f_ext=with_f_ext)
-    reference = casrbd.function(model, dynamics, jacobian="analytical", hessian="ad", f_ext=with_f_ext)
+    analytical = casrbd.function(model, dynamics, jacobian="analytical", second_order="analytical", f_ext=with_f_ext)
+    reference = casrbd.function(model, dynamics, jacobian="analytical", second_order="ad", f_ext=with_f_ext)
     H, Href = hessian_function(analytical, with_f_ext), hessian_function(reference, with_f_ext)
     assert "jac_adj1_" + analytical.name() in called(H)
     assert not {"adj1_" + analytical.name(), "jac_adj1_" + analytical.name()} & called(Href)
@@ -65,20 +65,32 @@ def test_hessian_of_a_call_is_the_analytical_one_and_equals_ad(robot, dynamics, 
         assert rel_err(h, h.T) < TOL
 
 
-def test_hessian_options_are_checked():
+def test_second_order_options_are_checked():
     model = get_model("arm7")
     with pytest.raises(ValueError, match="needs jacobian='analytical'"):
-        casrbd.function(model, "rnea", hessian="analytical")
+        casrbd.function(model, "rnea", second_order="analytical")
     with pytest.raises(ValueError, match="offered for"):
-        casrbd.function(model, "crba", jacobian="ad", hessian="analytical")
-    with pytest.raises(ValueError, match="unknown hessian"):
-        casrbd.function(model, "aba", jacobian="analytical", hessian="exact")
+        casrbd.function(model, "crba", jacobian="ad", second_order="analytical")
+    with pytest.raises(ValueError, match="unknown second_order 'exact'; valid: 'ad', 'analytical'"):
+        casrbd.function(model, "aba", jacobian="analytical", second_order="exact")
+
+
+def test_old_spellings_warn_and_keep_working():
+    """hessian= (now the solver's word) and method="analytical" (a method names its algorithm) are
+    accepted for one release with a DeprecationWarning, and give the same Functions."""
+    model = get_model("arm7")
+    new = casrbd.function(model, "rnea", jacobian="analytical", second_order="ad")
+    with pytest.warns(DeprecationWarning, match="second_order"):
+        assert casrbd.function(model, "rnea", jacobian="analytical", hessian="ad") is new
+    with pytest.warns(DeprecationWarning, match="method='second_order_adjoint'"):
+        old = casrbd.function(model, "rnea_hessian", method="analytical")
+    assert old is casrbd.function(model, "rnea_hessian", method="second_order_adjoint")
 
 
 def test_compiled_library_ships_the_adjoint_and_its_jacobian(tmp_path, monkeypatch):
     monkeypatch.setenv("CASRBD_CACHE", str(tmp_path))
     model = get_model("arm7")
-    f = casrbd.function(model, "rnea", jacobian="analytical", hessian="analytical")
+    f = casrbd.function(model, "rnea", jacobian="analytical", second_order="analytical")
     lib = codegen.compile_functions(f, flags=("-O0",))
     exported = ctypes.CDLL(str(lib.path))
     for prefix in ("", "jac_", "adj1_", "jac_adj1_"):
@@ -93,7 +105,7 @@ def swingup(model, hessian, record):
     """A small Opti problem on arm7: reach a configuration with minimum effort, explicit Euler on aba."""
     opti = ca.Opti()
     nodes, dt = 6, 0.05
-    fd = casrbd.function(model, "aba", jacobian="analytical", hessian=hessian)
+    fd = casrbd.function(model, "aba", jacobian="analytical", second_order=hessian)
     Q, V, T = opti.variable(model.nv, nodes + 1), opti.variable(model.nv, nodes + 1), opti.variable(model.nv, nodes)
     opti.subject_to([Q[:, 0] == 0, V[:, 0] == 0, Q[:, -1] == 0.3, V[:, -1] == 0])
     for k in range(nodes):
@@ -115,7 +127,7 @@ def test_opti_exact_hessian_calls_the_analytical_second_order_function_and_takes
         opti, stats = swingup(model, hessian, iterates[hessian])
         assert stats["success"], stats["status"]
         hess_l[hessian] = opti.debug.casadi_solver.get_function("nlp_hess_l")
-    name = casrbd.function(model, "aba", jacobian="analytical", hessian="analytical").name()
+    name = casrbd.function(model, "aba", jacobian="analytical", second_order="analytical").name()
     assert "jac_adj1_" + name in called(hess_l["analytical"])
     assert "jac_adj1_" + name not in called(hess_l["ad"])
     assert len(iterates["analytical"]) == len(iterates["ad"])

@@ -85,7 +85,7 @@ def ad_second_order(model, q, v, a, f_ext=None):
     return tuple(ca.Function("ad_second_order", ins, outs)(q, v, a, *([] if F is None else [f_ext])))
 
 
-def rnea_hessian(model, q, v, a, lam, f_ext=None, method="analytical"):
+def rnea_hessian(model, q, v, a, lam, f_ext=None, method="second_order_adjoint"):
     """(H_qq, H_qv, H_vv, H_qa, H_qf) of lam^T rnea(q, v, a, f_ext); see the module docstring."""
     if method == "ad":
         return ad_hessian(model, rnea, q, v, a, lam, f_ext)
@@ -93,7 +93,7 @@ def rnea_hessian(model, q, v, a, lam, f_ext=None, method="analytical"):
     return hessians.rnea_hessian(model, q, v, a, lam, f_ext)
 
 
-def aba_hessian(model, q, v, tau, lam, f_ext=None, method="analytical"):
+def aba_hessian(model, q, v, tau, lam, f_ext=None, method="second_order_adjoint"):
     """(H_qq, H_qv, H_vv, H_qtau, H_qf) of lam^T aba(q, v, tau, f_ext); see the module docstring."""
     if method == "ad":
         return ad_hessian(model, aba, q, v, tau, lam, f_ext)
@@ -108,7 +108,10 @@ def rnea_second_order_derivatives(model, q, v, a, f_ext=None, method="idsva"):
     return tensors.rnea_second_order_derivatives(model, q, v, a, f_ext)
 
 
-HESSIAN_METHOD = Option("analytical", ("analytical", "ad"))
+# the method names the algorithm, as every method= does; "analytical" was its name before 0.2
+HESSIAN_METHOD = Option(
+    "second_order_adjoint", ("second_order_adjoint", "ad"), deprecated={"analytical": "second_order_adjoint"}
+)
 STATE = (configuration(), tangent("v"))
 SPECS = (
     Spec(
