@@ -33,6 +33,8 @@ joint type means writing its class here, its registry entry, and its case in
 the joint-contract tests (``tests/test_joints.py``).
 """
 
+from typing import Optional
+
 import casadi as ca
 import numpy as np
 
@@ -54,7 +56,7 @@ class Joint(Frozen):
     """Defaults of the protocol for a joint whose q is a vector (q + v integrates)."""
 
     __slots__ = ()
-    type = None
+    type: Optional[str] = None
     nq = nv = 0
     normalized = slice(0, 0)
     constant_subspace = True

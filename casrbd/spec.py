@@ -10,7 +10,7 @@ Jacobian to any spec by a ``Jacobian`` entry (``casrbd.algorithms`` joins them).
 """
 
 import warnings
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 
 def choice(what, value, valid, deprecated=None):
@@ -75,9 +75,9 @@ class Option(NamedTuple):
     hashable form (``FRAME``: a frame name or index, resolved to the index)."""
 
     default: object = REQUIRED
-    choices: tuple = None
-    resolve: Callable = None
-    deprecated: dict = None
+    choices: Optional[tuple] = None
+    resolve: Optional[Callable] = None
+    deprecated: Optional[dict] = None
 
 
 def _frame_index(model, frame):
