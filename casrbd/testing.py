@@ -23,6 +23,19 @@ def random_state(model, rng):
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=(6, model.njoints))
 
 
+def mapped(fun, args):
+    """The outputs of the casadi Function ``fun`` at every argument tuple of ``args``, from one call of
+    ``fun.map``: a list over outputs of lists over the tuples (vectors may be 1-D arrays)."""
+    n = len(args)
+    stacked = [
+        np.hstack([np.reshape(a[i], (-1, 1)) if np.ndim(a[i]) == 1 else a[i] for a in args])
+        for i in range(len(args[0]))
+    ]
+    outs = fun.map(n)(*stacked)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    return [np.split(np.array(o), n, axis=1) for o in outs]
+
+
 def central_differences(model, fun, q, *args, h=1e-6, tangent=(0,), vectors=(1, 2)):
     """Derivatives of ``fun(q, *args)`` (an array) by central differences: with respect to the
     arguments at positions ``tangent`` along the manifold (q (+) e, nv columns) and to those at

@@ -24,11 +24,13 @@ imports tests/oracle.py only after it.
 
 import functools
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from casrbd.models import example_robot_data_dir, load_robot, random_tree
+from casrbd.testing import random_state
 
 # the constant-subspace joint types, in the order the synthetic trees cycle over them
 SYNTHETIC_TYPES = ("revolute", "helical", "prismatic", "spherical", "planar", "floating")
@@ -96,3 +98,18 @@ def scale_normalized(model, q, factor):
     for _, s in normalized_slices(model):
         q[s] *= factor
     return q
+
+
+class RobotStates(NamedTuple):
+    name: str
+    model: object
+    states: list  # (q, v, a or tau, f_ext (6 x njoints)) tuples
+
+
+@functools.cache
+def robot_states(name, n, salt):
+    """The shared model of robot ``name`` and n random states, reproducible from the name and ``salt``
+    (each test module its own salt, so that modules sample different states)."""
+    model = get_model(name)
+    rng = np.random.default_rng(sum(map(ord, name)) + salt)
+    return RobotStates(name, model, [random_state(model, rng) for _ in range(n)])

@@ -23,10 +23,13 @@ arm7 and the example-robot-data robots (panda, ur5, both double pendulums, solo1
 talos_reduced); all of them with the full 30 states.
 """
 
+import functools
+import itertools
+
 import casadi as ca
 import numpy as np
 import pytest
-from conftest import ALL_ROBOTS, get_model, normalized_slices, scale_normalized
+from conftest import ALL_ROBOTS, get_model, normalized_slices, robot_states, scale_normalized
 
 import casrbd
 from casrbd.testing import central_differences, random_state, rel_err
@@ -43,17 +46,35 @@ PRODUCTS = ("dmm", "aza", "ltdl")
 # every product with IDSVA, the default product with the chain rule: the product only multiplies
 # M^-1 into the ID derivatives, which are the method's (test_products_equal_dmm covers the rest)
 METHOD_PRODUCTS = tuple(("idsva", p) for p in PRODUCTS) + (("chain_rule", "ltdl"),)
-WITH_F_EXT = pytest.mark.parametrize("with_f_ext", [False, True], ids=["no_f_ext", "f_ext"])
+F_EXT = (False, True)
+WITH_F_EXT = pytest.mark.parametrize("with_f_ext", F_EXT, ids=["no_f_ext", "f_ext"])
+# the whole method x product x f_ext matrix runs on these two by default (every constant-subspace joint
+# type; a free-flyer URDF robot); the other robots run the default method and product, with and
+# without f_ext, and the rest of the matrix under -m slow
+MATRIX_ROBOTS = ("random", "solo12")
+DEFAULT = {"method": "idsva", "minv_product": "ltdl", "product": "ltdl"}
+
+
+def over_robots(**axes):
+    """Parametrize ``case`` (indirect, a robot of ALL_ROBOTS) x the axes {name: values} (a name "a, b"
+    takes pairs); a combination away from DEFAULT on a robot outside MATRIX_ROBOTS is marked slow."""
+    params = []
+    for robot in ALL_ROBOTS:
+        for combo in itertools.product(*axes.values()):
+            values = [x for c in combo for x in (c if isinstance(c, tuple) else (c,))]
+            names = [n.strip() for name in axes for n in name.split(",")]
+            default = all(DEFAULT.get(n, x) == x for n, x in zip(names, values))
+            marks = () if robot in MATRIX_ROBOTS or default else (pytest.mark.slow,)
+            words = [{True: "f_ext", False: "no_f_ext"}.get(x, x) if isinstance(x, bool) else x for x in values]
+            params.append(pytest.param(robot, *values, marks=marks, id="-".join([robot, *map(str, words)])))
+    return pytest.mark.parametrize(", ".join(["case", *axes]), params, indirect=["case"])
 
 
 class Case:
     """A robot and N_STATES random states; Pinocchio's derivatives and finite differences at each, on demand."""
 
     def __init__(self, name):
-        self.name = name
-        self.model = get_model(name)
-        rng = np.random.default_rng(sum(map(ord, name)) + 1000)
-        self.states = [random_state(self.model, rng) for _ in range(N_STATES)]
+        self.name, self.model, self.states = robot_states(name, N_STATES, 1000)
         self._pin = {}
         self._fd = {}
         self._ad = {}
@@ -100,9 +121,14 @@ class Case:
         return self._fd[key]
 
 
-@pytest.fixture(scope="module", params=ALL_ROBOTS)
+@functools.cache
+def _case(name):
+    return Case(name)
+
+
+@pytest.fixture
 def case(request):
-    return Case(request.param)
+    return _case(request.param)
 
 
 def worst(errors):
@@ -123,8 +149,7 @@ NAMES_FD = ("da_dq", "da_dv", "da_dtau")
 # ---------------------------------------------------------------- rnea_derivatives
 
 
-@WITH_F_EXT
-@pytest.mark.parametrize("method", METHODS)
+@over_robots(method=METHODS, with_f_ext=F_EXT)
 def test_rnea_derivatives_agree_with_ad(case, method, with_f_ext):
     m = case.model
     errors = {n: [] for n in NAMES_ID}
@@ -137,8 +162,7 @@ def test_rnea_derivatives_agree_with_ad(case, method, with_f_ext):
         assert_below(errs, AD_TOL, f"{case.name} {method} {n} vs ad")
 
 
-@WITH_F_EXT
-@pytest.mark.parametrize("method", ALL_METHODS)
+@over_robots(method=ALL_METHODS, with_f_ext=F_EXT)
 def test_rnea_derivatives_match_pinocchio(case, method, with_f_ext, pin):
     m = case.model
     errors = {n: [] for n in NAMES_ID}
@@ -153,8 +177,7 @@ def test_rnea_derivatives_match_pinocchio(case, method, with_f_ext, pin):
 # ---------------------------------------------------------------- aba_derivatives
 
 
-@WITH_F_EXT
-@pytest.mark.parametrize("method, minv_product", METHOD_PRODUCTS)
+@over_robots(**{"method, minv_product": METHOD_PRODUCTS, "with_f_ext": F_EXT})
 def test_aba_derivatives_agree_with_ad(case, method, minv_product, with_f_ext):
     m = case.model
     errors = {n: [] for n in NAMES_FD}
@@ -167,8 +190,7 @@ def test_aba_derivatives_agree_with_ad(case, method, minv_product, with_f_ext):
         assert_below(errs, AD_TOL, f"{case.name} {method}/{minv_product} {n} vs ad")
 
 
-@WITH_F_EXT
-@pytest.mark.parametrize("method, minv_product", METHOD_PRODUCTS + (("ad", "dmm"),))
+@over_robots(**{"method, minv_product": METHOD_PRODUCTS + (("ad", "dmm"),), "with_f_ext": F_EXT})
 def test_aba_derivatives_match_pinocchio(case, method, minv_product, with_f_ext, pin):
     m = case.model
     errors = {n: [] for n in NAMES_FD}
@@ -206,9 +228,7 @@ def test_central_differences_step_on_the_manifold():
             assert abs(np.linalg.norm(q[s]) - 1) < 1e-14
 
 
-@WITH_F_EXT
-@pytest.mark.parametrize("method", ALL_METHODS)
-@pytest.mark.parametrize("dynamics", ["rnea", "aba"])
+@over_robots(dynamics=("rnea", "aba"), method=ALL_METHODS, with_f_ext=F_EXT)
 def test_derivatives_match_finite_differences(case, method, with_f_ext, dynamics):
     m = case.model
     derivatives = getattr(casrbd, f"{dynamics}_derivatives")
@@ -225,8 +245,7 @@ def test_derivatives_match_finite_differences(case, method, with_f_ext, dynamics
 # ---------------------------------------------------------------- identities
 
 
-@WITH_F_EXT
-@pytest.mark.parametrize("method", ALL_METHODS)
+@over_robots(method=ALL_METHODS, with_f_ext=F_EXT)
 def test_aba_derivatives_are_minus_minv_times_rnea_derivatives(case, method, with_f_ext):
     """da/du = -M^-1 dtau/du at a = aba(q, v, tau), with M^-1 = minverse = crba^-1."""
     m = case.model
@@ -247,8 +266,7 @@ def test_aba_derivatives_are_minus_minv_times_rnea_derivatives(case, method, wit
     assert_below(errs_tau, 1e-9, f"{case.name} {method}: M da_dtau = I")
 
 
-@WITH_F_EXT
-@pytest.mark.parametrize("product", ("aza", "ltdl"))
+@over_robots(product=("aza", "ltdl"), with_f_ext=F_EXT)
 def test_products_equal_dmm(case, product, with_f_ext):
     m, method = case.model, "idsva"  # the product does not depend on the method (METHOD_PRODUCTS)
     errors = {n: [] for n in NAMES_FD}
@@ -262,7 +280,7 @@ def test_products_equal_dmm(case, product, with_f_ext):
         assert_below(errs, IDENTITY_TOL, f"{case.name} {method} {n}: {product} vs dmm")
 
 
-@pytest.mark.parametrize("method", ALL_METHODS)
+@over_robots(method=ALL_METHODS)
 def test_dtau_da_is_crba_and_da_dtau_is_minverse(case, method):
     m = case.model
     errs_M, errs_Minv = [], []

@@ -3,7 +3,7 @@
 import casadi as ca
 import numpy as np
 import pytest
-from conftest import ALL_ROBOTS, get_model, scale_normalized
+from conftest import ALL_ROBOTS, robot_states, scale_normalized
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,17 +15,9 @@ N_STATES = 10
 TOL = 1e-10
 
 
-class Case:
-    def __init__(self, name):
-        self.name = name
-        self.model = get_model(name)
-        rng = np.random.default_rng(sum(map(ord, name)) + 1)
-        self.states = [random_state(self.model, rng) for _ in range(N_STATES)]
-
-
 @pytest.fixture(scope="module", params=ALL_ROBOTS)
 def case(request):
-    return Case(request.param)
+    return robot_states(request.param, N_STATES, 1)
 
 
 def skew(x):

@@ -17,7 +17,7 @@ gravity), in the frame's local axes, d/dq on the tangent space. References:
 import casadi as ca
 import numpy as np
 import pytest
-from conftest import get_model
+from conftest import RobotStates, get_model, robot_states
 
 import casrbd
 from casrbd.testing import random_state, rel_err
@@ -28,17 +28,15 @@ ROBOTS = ("ur5", "solo12", "chain", "random", "double_pendulum_continuous")
 OUTPUTS = ("dv_dq", "dv_dv", "da_dq", "da_dv", "da_da")
 
 
-class Case:
-    def __init__(self, name):
-        self.name = name
-        self.model = get_model(name)
-        rng = np.random.default_rng(sum(map(ord, name)) + 2000)
-        self.states = [random_state(self.model, rng)[:3] for _ in range(N_STATES)]
+def case_of(name):
+    """The robot's shared random states as (q, v, a)."""
+    name, model, states = robot_states(name, N_STATES, 2000)
+    return RobotStates(name, model, [s[:3] for s in states])
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
 def case(request):
-    return Case(request.param)
+    return case_of(request.param)
 
 
 @pytest.fixture(scope="module")

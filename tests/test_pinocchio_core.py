@@ -9,10 +9,10 @@ URDF parser. Every test takes the ``pin`` fixture: skipped without Pinocchio.
 
 import numpy as np
 import pytest
-from conftest import ALL_ROBOTS, get_model
+from conftest import ALL_ROBOTS, robot_states
 
 import casrbd
-from casrbd.testing import random_state, rel_err
+from casrbd.testing import rel_err
 
 TOL = 1e-10
 N_STATES = 50
@@ -25,12 +25,9 @@ class Case:
     def __init__(self, name):
         from oracle import Oracle
 
-        self.name = name
-        self.model = get_model(name)
+        self.name, self.model, self.states = robot_states(name, N_STATES, 0)
         self.oracle = Oracle.from_robot(name, self.model)
         self.pm, self.pd = self.oracle.pmodel, self.oracle.data
-        rng = np.random.default_rng(sum(map(ord, name)))
-        self.states = [random_state(self.model, rng) for _ in range(N_STATES)]
 
     def pin_states(self):
         """(casrbd state, Pinocchio state) pairs; the Pinocchio state as (q, v, a, f_ext)."""

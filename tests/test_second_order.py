@@ -30,7 +30,7 @@ from casrbd.algorithms.idsva import idsva
 from casrbd.algorithms.rnea import rnea
 from casrbd.algorithms.second_order import hessians
 from casrbd.models import random_tree
-from casrbd.testing import random_state, rel_err
+from casrbd.testing import mapped, random_state, rel_err
 
 TOL = 1e-10
 PIN_TOL = 1e-9
@@ -58,19 +58,6 @@ def states(model, n, seed):
         q, v, x, F = random_state(model, rng)
         out.append((q, v, x, rng.normal(size=model.nv), F))
     return out
-
-
-def mapped(fun, args):
-    """The outputs of ``fun`` at every argument tuple, from one call of ``fun.map``: a list over outputs
-    of lists over states."""
-    n = len(args)
-    stacked = [
-        np.hstack([np.reshape(a[i], (-1, 1)) if np.ndim(a[i]) == 1 else a[i] for a in args])
-        for i in range(len(args[0]))
-    ]
-    outs = fun.map(n)(*stacked)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    return [np.split(np.array(o), n, axis=1) for o in outs]
 
 
 def assert_below(errors, tol, what):
