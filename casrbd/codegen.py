@@ -48,7 +48,8 @@ from pathlib import Path
 
 import casadi as ca
 
-from .functions import function
+from .functions import function, spec
+from .model import per_model
 from .naming import c_problem
 
 # -O3 for this machine's CPU (a library built here runs here: fused multiply-adds and wide registers make
@@ -385,7 +386,43 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
         ) from None
 
 
-def compiled(model, name, flags=DEFAULT_FLAGS, **options):
-    """``casrbd.function(model, name, **options)`` compiled to C and loaded back (cached on disk)."""
-    f = function(model, name, **options)
-    return compile_functions([f], flags=flags)[f.name()]
+def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, **options):
+    """``casrbd.function(model, name, **options)`` as a Function of a compiled, disk-cached library
+    that carries its first and second derivatives, built once per model (and options, flags and
+    compiler) in a process and once per machine on disk.
+
+    Meant to be called many times from an NLP that casadi evaluates in its VM (or jits): the NLP's
+    graph then holds calls into the library, and casadi's derivatives of a call are the library's
+    Functions, never a differentiation of the call (which a compiled Function does not allow):
+
+    - ``jac_<name>``: the Jacobian (constraint Jacobians, many directions);
+    - ``adj1_<name>``: one adjoint (gradients, and the reverse half of IPOPT's exact Hessian);
+    - ``jac_adj1_<name>``: its Jacobian, the contracted Hessian (the forward half).
+
+    Each is the analytical one where ``casrbd.function`` offers it: ``jacobian`` defaults to
+    "analytical" where the spec has an analytical Jacobian (and no ``parameters``), and the Hessian
+    is then analytical where the spec has a second-order adjoint; the others are casadi's AD of the
+    Function's graph, generated to C. ``flags``, ``compiler``: as ``compile_functions``; ``-O1``
+    compiles large second derivatives (1e5 instructions and more) several times faster than the
+    default.
+    """
+    if "jacobian" not in options:
+        offered = spec(name).jacobian is not None and not options.get("parameters")
+        options["jacobian"] = "analytical" if offered else "ad"
+    return _compiled(model, function(model, name, **options), tuple(flags), compiler)
+
+
+@per_model
+def _compiled(model, f, flags, compiler):
+    return compile_functions(_second_order_set(f), flags=flags, compiler=compiler)[f.name()]
+
+
+def _second_order_set(f):
+    """f and, for those of its derivatives it does not carry itself (``_custom_derivatives``), casadi's AD
+    ones: the Jacobian, one adjoint and the adjoint's Jacobian."""
+    shipped = {g.name() for g in _custom_derivatives(f)}
+    extra = [] if "jac_" + f.name() in shipped else [f.jacobian()]
+    if "adj1_" + f.name() not in shipped:
+        adjoint = f.reverse(1)
+        extra += [adjoint, adjoint.jacobian()]
+    return [f, *extra]
