@@ -20,7 +20,7 @@ import re
 import unicodedata
 
 MAX_CHARS = 200  # Function names become C symbols with suffixes, and file names (255 bytes at most)
-STEM_CHARS = 48  # the readable part of a hashed name
+STEM_CHARS = 120  # the readable part of a hashed name
 HASH_CHARS = 8
 # what casadi accepts as a Function name (Function::check_name): a letter, then letters, digits and
 # underscores, never two underscores in a row; "jac", "hess" and "null" are taken
