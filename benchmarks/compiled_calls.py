@@ -14,13 +14,15 @@ and of its derivatives ``jac_<name>`` (constraint Jacobian) and
 - ``VM (SX)``: the uncompiled Function (the same graphs, in SX) called N
   times from the VM, for comparison: what compiling saves.
 
-Times are the minimum over repeated batches (wall clock, one thread).
+Times are CPU time of this process (one thread), the minimum over rounds of
+batches.
 
-  python -m benchmarks.compiled_calls                 # aba of arm7 and panda, N = 100
+  python -m benchmarks.compiled_calls                 # aba of arm7 and panda, N = 500
   python -m benchmarks.compiled_calls --robots arm7 --function rnea --calls 50 --o1
 """
 
 import argparse
+import time
 
 import casadi as ca
 import numpy as np
@@ -29,7 +31,7 @@ import casrbd
 from casrbd import codegen
 from casrbd.models import load_robot
 
-from .measure import Settings, empty_like, python_time
+from .measure import empty_like
 
 
 def calls(f, n):
@@ -44,23 +46,49 @@ def calls(f, n):
     return ca.Function("calls_" + f.name(), [X], [ca.horzcat(*cols)])
 
 
-def per_call_vm(f, X, settings):
-    """Seconds per call of f from the VM: N calls in one MX Function, less its Python call."""
-    F = calls(f, X.shape[1])
-    empty = empty_like(F)
-    return (python_time(lambda: F(X), settings)[0] - python_time(lambda: empty(X), settings)[0]) / X.shape[1]
+def cpu_time(call, seconds=0.02):
+    """Seconds of this process's CPU per call, over a batch of calls lasting about ``seconds``: CPU
+    time, not wall clock, since the machine this was written on is shared (a preempted process
+    accrues none)."""
+    number = 1
+    while True:
+        start = time.process_time()
+        for _ in range(number):
+            call()
+        elapsed = time.process_time() - start
+        if elapsed > seconds:
+            return elapsed / number
+        number *= 2
 
 
-def per_call_c(f, X, settings):
-    """Seconds per call of f's code, N calls through casadi's serial map of f."""
+def evaluations(f, X):
+    """Callables: N calls of f from the VM (an MX Function, as an NLP holds them), N calls of its code
+    by casadi's serial map, and the Python calls of both with nothing computed (to subtract)."""
     n, rows = X.shape[1], np.cumsum([0, *[f.numel_in(i) for i in range(f.n_in())]])
-    mapped = f.map(n)
+    F, mapped = calls(f, n), f.map(n)
     args = [
         ca.horzcat(*[ca.reshape(ca.DM(X[rows[i] : rows[i + 1], k]), f.size_in(i)) for k in range(n)])
         for i in range(f.n_in())
     ]
-    empty = empty_like(mapped)
-    return (python_time(lambda: mapped(*args), settings)[0] - python_time(lambda: empty(*args), settings)[0]) / n
+    empty_F, empty_mapped = empty_like(F), empty_like(mapped)
+    return {
+        "vm": lambda: F(X),
+        "c": lambda: mapped(*args),
+        "vm_empty": lambda: empty_F(X),
+        "c_empty": lambda: empty_mapped(*args),
+    }
+
+
+def per_call(f, X, rounds):
+    """(VM, C) seconds per call of f: the minimum over ``rounds`` of interleaved measurements, less the
+    Python call."""
+    timed = evaluations(f, X)
+    best = dict.fromkeys(timed, np.inf)
+    for _ in range(rounds):
+        for k, call in timed.items():
+            best[k] = min(best[k], cpu_time(call))
+    n = X.shape[1]
+    return (best["vm"] - best["vm_empty"]) / n, (best["c"] - best["c_empty"]) / n
 
 
 def derivatives(f):
@@ -82,12 +110,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", nargs="+", default=["arm7", "panda"])
     parser.add_argument("--function", default="aba")
-    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=15, help="measurements per figure (the minimum is shown)")
     parser.add_argument("--o1", action="store_true", help="compile with -O1 (faster) instead of the default flags")
     args = parser.parse_args(argv)
-    settings = Settings(repeat=7, batch_seconds=0.05)
     rng = np.random.default_rng(0)
-    print(f"per call of {args.function}, {args.calls} calls per evaluation, microseconds (min over batches)")
+    print(f"per call of {args.function}, {args.calls} calls per evaluation, microseconds of CPU (min of {args.rounds})")
     print(f"{'robot':<8} {'Function':<9} {'VM -> C':>8} {'C':>8} {'overhead':>9} {'VM (SX)':>9}")
     for robot in args.robots:
         model = load_robot(robot)
@@ -101,8 +129,8 @@ def main(argv=None):
             # the same numbers from both evaluators: the compiled call is what it replaces
             got, want = calls(f, 2)(X[what][:, :2]), calls(interpreted[what], 2)(X[what][:, :2])
             assert np.abs(np.array(got - want)).max() <= 1e-9 * max(1.0, np.abs(np.array(want)).max()), what
-            vm, c = per_call_vm(f, X[what], settings), per_call_c(f, X[what], settings)
-            sx = per_call_vm(interpreted[what], X[what], settings)
+            vm, c = per_call(f, X[what], args.rounds)
+            sx = per_call(interpreted[what], X[what], 1)[0]
             name = f.name().replace(original.name(), "f") if what != "f" else "f"
             print(f"{robot:<8} {name:<9} {vm * 1e6:8.2f} {c * 1e6:8.2f} {(vm - c) * 1e6:9.2f} {sx * 1e6:9.2f}")
 
