@@ -386,7 +386,7 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
         ) from None
 
 
-def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, **options):
+def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, second_order=True, **options):
     """``casrbd.function(model, name, **options)`` as a Function of a compiled, disk-cached library
     that carries its first and second derivatives, built once per model (and options, flags and
     compiler) in a process and once per machine on disk.
@@ -402,27 +402,30 @@ def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, **options):
     Each is the analytical one where ``casrbd.function`` offers it: ``jacobian`` defaults to
     "analytical" where the spec has an analytical Jacobian (and no ``parameters``), and the Hessian
     is then analytical where the spec has a second-order adjoint; the others are casadi's AD of the
-    Function's graph, generated to C. ``flags``, ``compiler``: as ``compile_functions``; ``-O1``
-    compiles large second derivatives (1e5 instructions and more) several times faster than the
-    default.
+    Function's graph, generated to C. ``second_order=False``: no AD second derivatives (an
+    analytical adjoint still ships), for solvers that take no exact Hessian (Gauss-Newton, L-BFGS);
+    AD second derivatives can be large (solo12's 4-contact ``constraint_dynamics``: 1.4M instructions)
+    and a Hessian through a call without them fails. ``flags``, ``compiler``: as
+    ``compile_functions``; ``-O1`` compiles large graphs (1e5 instructions and more) several times
+    faster than the default.
     """
     if "jacobian" not in options:
         offered = spec(name).jacobian is not None and not options.get("parameters")
         options["jacobian"] = "analytical" if offered else "ad"
-    return _compiled(model, function(model, name, **options), tuple(flags), compiler)
+    return _compiled(model, function(model, name, **options), tuple(flags), compiler, bool(second_order))
 
 
 @per_model
-def _compiled(model, f, flags, compiler):
-    return compile_functions(_second_order_set(f), flags=flags, compiler=compiler)[f.name()]
+def _compiled(model, f, flags, compiler, second_order):
+    return compile_functions(_derivative_set(f, second_order), flags=flags, compiler=compiler)[f.name()]
 
 
-def _second_order_set(f):
+def _derivative_set(f, second_order):
     """f and, for those of its derivatives it does not carry itself (``_custom_derivatives``), casadi's AD
-    ones: the Jacobian, one adjoint and the adjoint's Jacobian."""
+    ones: the Jacobian, and with ``second_order`` one adjoint and the adjoint's Jacobian."""
     shipped = {g.name() for g in _custom_derivatives(f)}
     extra = [] if "jac_" + f.name() in shipped else [f.jacobian()]
-    if "adj1_" + f.name() not in shipped:
+    if second_order and "adj1_" + f.name() not in shipped:
         adjoint = f.reverse(1)
         extra += [adjoint, adjoint.jacobian()]
     return [f, *extra]
