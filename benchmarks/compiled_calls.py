@@ -29,6 +29,7 @@ import numpy as np
 
 import casrbd
 from casrbd import codegen
+from casrbd.functions import spec
 from casrbd.models import load_robot
 
 from .measure import empty_like
@@ -121,16 +122,16 @@ def main(argv=None):
         model = load_robot(robot)
         flags = ("-O1",) if args.o1 else codegen.DEFAULT_FLAGS
         compiled = derivatives(casrbd.compiled(model, args.function, flags=flags))
-        original = casrbd.function(model, args.function, jacobian="analytical")
+        jacobian = "analytical" if spec(args.function).jacobian else "ad"  # as casrbd.compiled chooses
+        original = casrbd.function(model, args.function, jacobian=jacobian)
         interpreted = derivatives(original)
-        X = {}
         for what, f in compiled.items():
-            X[what] = inputs(f, model, args.calls, rng)
+            X = inputs(f, model, args.calls, rng)
             # the same numbers from both evaluators: the compiled call is what it replaces
-            got, want = calls(f, 2)(X[what][:, :2]), calls(interpreted[what], 2)(X[what][:, :2])
+            got, want = calls(f, 2)(X[:, :2]), calls(interpreted[what], 2)(X[:, :2])
             assert np.abs(np.array(got - want)).max() <= 1e-9 * max(1.0, np.abs(np.array(want)).max()), what
-            vm, c = per_call(f, X[what], args.rounds)
-            sx = per_call(interpreted[what], X[what], 1)[0]
+            vm, c = per_call(f, X, args.rounds)
+            sx = per_call(interpreted[what], X, 1)[0]  # one round: it is only a comparison
             name = f.name().replace(original.name(), "f") if what != "f" else "f"
             print(f"{robot:<8} {name:<9} {vm * 1e6:8.2f} {c * 1e6:8.2f} {(vm - c) * 1e6:9.2f} {sx * 1e6:9.2f}")
 
