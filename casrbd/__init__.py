@@ -39,6 +39,7 @@ from .api import (
     rnea_hessian,
     rnea_second_order_derivatives,
 )
+from .codegen import CacheWarning, CompileError, compiled
 from .functions import SingularMassMatrixError, function
 from .loaders import LoadError, LoadWarning, MJCFError, MJCFWarning, URDFError, URDFWarning, load_mjcf, load_urdf
 from .model import Body, Frame, Model
@@ -47,6 +48,8 @@ from .spatial import SE3, Inertia
 __all__ = [
     "SE3",
     "Body",
+    "CacheWarning",
+    "CompileError",
     "Frame",
     "Inertia",
     "LoadError",
@@ -65,6 +68,7 @@ __all__ = [
     "centroidal_dynamics_derivatives",
     "centroidal_momentum",
     "centroidal_momentum_time_variation",
+    "compiled",
     "constraint_dynamics",
     "constraint_dynamics_derivatives",
     "crba",

@@ -17,25 +17,40 @@ names that are not usable C identifiers or that clash.
 Builds are cached under ``cache_dir()`` by a hash of the serialized Functions
 (which hold the model's constants), the library name, the compiler, the flags
 and the casadi version: a second call loads the library without compiling.
+An entry is a directory ``<name>-<key>`` holding the C source, the library and
+a manifest (the key and the library's SHA-256), renamed into place in one step
+once complete. Before loading, the manifest must name this key and the
+library must hash to what it recorded, so that a truncated, corrupted, empty
+or foreign file never reaches the dynamic loader (where it could crash the
+process or answer wrong); after loading, every Function's name and input and
+output names and sparsities must be those built. An entry that fails is
+rebuilt once with a ``CacheWarning`` naming the file; a fresh build that
+fails raises ``CompileError`` with the compiler and its output.
 
 Loading a shared library runs its code, as does deserializing a Function that
 calls one: only load libraries and serialized Functions you built or trust.
 """
 
+import contextlib
+import errno
 import hashlib
+import json
 import os
 import platform
-import re
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import casadi as ca
 
-from .functions import function
+from .functions import function, spec
+from .model import per_model
+from .naming import c_problem
 
 # -O3 for this machine's CPU (a library built here runs here: fused multiply-adds and wide registers make
 # aba_derivatives of solo12 1.8x faster), without the passes that look for redundant computations and
@@ -46,29 +61,10 @@ from .functions import function
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fno-tree-pre", "-fno-code-hoisting", "-fno-gcse-after-reload")
 PROGRESS_SECONDS = 15  # a large graph takes minutes at -O3: say every so often that it is still going
 VERBOSE_INSTRUCTIONS = 20000
+MANIFEST = "manifest.json"
+# in every key: entries of an older layout (no manifest) are never looked at
+CACHE_LAYOUT = "casrbd-cache-2"
 
-C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# C and C++ keywords (the header is includable from C++), the program entry point, and <math.h>,
-# which the generated file includes: a Function of one of these names breaks compiling or linking
-_KEYWORDS = set(
-    """auto break case char const continue default do double else enum extern float for goto if
-    inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
-    void volatile while alignas alignof and and_eq asm bitand bitor bool catch char16_t char32_t char8_t class
-    compl concept consteval constexpr constinit const_cast co_await co_return co_yield decltype delete
-    dynamic_cast explicit export false friend mutable namespace new noexcept not not_eq nullptr operator or
-    or_eq private protected public reinterpret_cast requires static_assert static_cast template this
-    thread_local throw true try typeid typename using virtual wchar_t xor xor_eq main""".split()
-)
-_MATH = (
-    "acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp ilogb ldexp "
-    "log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma tgamma ceil "
-    "floor nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo copysign nan "
-    "nextafter nexttoward fdim fmax fmin fma"
-).split()
-_MATH_NAMES = {n + s for n in _MATH for s in ("", "f", "l")} | set(
-    "isnan isinf isfinite isnormal signbit fpclassify isgreater isgreaterequal isless islessequal "
-    "islessgreater isunordered".split()
-)
 # what casadi's code generator exports besides the Function itself, per Function and per library
 _FUNCTION_SUFFIXES = (
     "",
@@ -138,13 +134,7 @@ def find_compiler(compiler=None):
 
 
 def _check_name(name, what):
-    problem = None
-    if not C_IDENTIFIER.match(name):
-        problem = "it is not a C identifier (letters, digits and '_', not starting with a digit)"
-    elif name in _KEYWORDS or name in _MATH_NAMES:
-        problem = "it is a C/C++ keyword, 'main' or a <math.h> function"
-    elif name.startswith("__") or re.match(r"_[A-Z]", name) or name.startswith("casadi_"):
-        problem = "names starting with '__', '_' and a capital, or 'casadi_' are reserved"
+    problem = c_problem(name)
     if problem:
         raise ValueError(f"{what} {name!r} cannot be used in generated C code: {problem}")
 
@@ -208,6 +198,8 @@ def _generate(functions, directory, name):
 
 
 def _compile(compiler, source, target, flags, verbose, label):
+    """Run the compiler; returns (seconds, its output). A compiler that fails, or that says it
+    succeeded without writing a library, raises ``CompileError`` with its command and output."""
     cmd = [compiler, *flags, "-fPIC", "-shared", str(source), "-o", str(target), "-lm"]
 
     def say(text):
@@ -230,8 +222,25 @@ def _compile(compiler, source, target, flags, verbose, label):
     seconds = time.perf_counter() - start
     if proc.returncode:
         raise CompileError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{out[-4000:]}")
+    if not target.is_file() or target.stat().st_size == 0:
+        raise CompileError(
+            f"{' '.join(cmd)} exited 0 but wrote no library ({target} is missing or empty); "
+            f"compiler output:\n{out[-4000:] or '(none)'}"
+        )
     say(f"compiled {label} in {seconds:.1f} s")
-    return seconds
+    return seconds, out
+
+
+class CacheWarning(UserWarning):
+    """A cached library failed its checks and is rebuilt."""
+
+
+class _BadEntry(Exception):
+    """A cache entry that must not be loaded: ``path`` is the culprit file, ``reason`` says why."""
+
+    def __init__(self, path, reason):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
 
 
 class Library:
@@ -239,15 +248,93 @@ class Library:
     ``lib.source`` the C file (its header beside it), ``lib.compile_seconds`` the compile time (None
     when it came from the cache)."""
 
-    def __init__(self, path, source, names, compile_seconds):
+    def __init__(self, path, source, functions, compile_seconds):
         self.path, self.source, self.compile_seconds = Path(path), Path(source), compile_seconds
-        self.functions = {n: ca.external(n, str(path)) for n in names}
+        self.functions = functions
 
     def __getitem__(self, name):
         return self.functions[name]
 
     def __iter__(self):
         return iter(self.functions.values())
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _signature(f):
+    """What a caller relies on: the name, and the names and sparsities of the inputs and outputs."""
+    inputs = [(f.name_in(i), f.sparsity_in(i).serialize()) for i in range(f.n_in())]
+    return f.name(), inputs, [(f.name_out(i), f.sparsity_out(i).serialize()) for i in range(f.n_out())]
+
+
+def _load(entry, key, everything, names, seconds):
+    """The Library of a cache entry, after checking, in this order: its manifest was written for
+    ``key``; the library's bytes hash to what the manifest recorded when it was built (so a
+    truncated, corrupted or replaced file is never handed to the dynamic loader, where it could
+    crash the process); once loaded, every Function has the expected signature."""
+    manifest = entry / MANIFEST
+    try:
+        record = json.loads(manifest.read_text())
+        library = entry / record["library"]
+        recorded_key, recorded_hash = record["key"], record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise _BadEntry(manifest, f"is missing or unreadable ({type(e).__name__}: {e})") from None
+    if recorded_key != key or library.parent != entry:
+        raise _BadEntry(manifest, "was not written for this build")
+    try:
+        actual = _sha256(library)
+    except OSError as e:
+        raise _BadEntry(library, f"cannot be read ({e})") from None
+    if actual != recorded_hash:
+        raise _BadEntry(library, "differs from the library built (its hash): truncated, corrupted or replaced")
+    loaded = {}
+    for f in everything:
+        try:
+            loaded[f.name()] = ca.external(f.name(), str(library))
+        except RuntimeError as e:
+            raise _BadEntry(library, f"does not load {f.name()} ({str(e).splitlines()[-1]})") from None
+        if _signature(loaded[f.name()]) != _signature(f):
+            raise _BadEntry(library, f"holds a {f.name()} of another signature than the one built")
+    return Library(library, entry / record["source"], {n: loaded[n] for n in names}, seconds)
+
+
+def _discard(entry):
+    """Move a bad entry out of the way (atomically: another process may be reading it) and delete it."""
+    trash = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".trash-"))
+    with contextlib.suppress(FileNotFoundError):  # another process discarded it first
+        os.replace(entry, trash / entry.name)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _build(entry, key, everything, name, compiler, flags, verbose, label):
+    """Generate and compile into a private directory, write the manifest, then rename the directory to
+    ``entry`` in one step: no process ever sees a half-written entry. When another process finished
+    the same build first, its entry is kept. Returns (seconds, compiler output)."""
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{entry.name}-"))
+    try:
+        c_file, _ = _generate(everything, tmp, name)
+        built = tmp / f"{name}.so"
+        seconds, out = _compile(compiler, c_file, built, flags, verbose, label)
+        digest = _sha256(built)
+        # a name of its own for every build: a rebuilt library never takes the path of one this process
+        # loaded before, for which the dynamic loader would hand back the old one
+        library = built.rename(tmp / f"{name}-{secrets.token_hex(8)}.so")
+        record = {"key": key, "library": library.name, "source": c_file.name, "sha256": digest}
+        (tmp / MANIFEST).write_text(json.dumps(record, indent=1))
+        try:
+            os.rename(tmp, entry)
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):  # else another process built it meanwhile
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return seconds, out
 
 
 def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, verbose=None):
@@ -260,7 +347,11 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     ``("-O1",)`` compiles graphs of 100k instructions and more faster still.
     ``compiler``: name or path of the C compiler (default: $CC, else cc, gcc or clang). ``verbose``: print
     progress and the compile time to stderr (default: for graphs of more
-    than ``VERBOSE_INSTRUCTIONS`` instructions)."""
+    than ``VERBOSE_INSTRUCTIONS`` instructions).
+
+    A cached library is loaded only after the checks of the module docstring; one that fails them
+    is rebuilt once, with a ``CacheWarning`` naming the file; a rebuild that fails them too raises
+    ``CompileError``."""
     functions = [functions] if isinstance(functions, ca.Function) else list(functions)
     if not functions:
         raise ValueError("compile_functions: no Functions given")
@@ -270,29 +361,71 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     compiler = find_compiler(compiler)
     # the serializations hold the model's constants and every derivative shipped with the Functions
     everything = _with_derivatives(functions)
-    key = hashlib.sha256(
-        "\0".join([ca.__version__, compiler, *flags, name, _cpu()] + [f.serialize() for f in everything]).encode()
-    ).hexdigest()[:20]
-    # the key is in the path: a library loaded by path is never replaced by another build
-    build = cache_dir() / f"{name}-{key}"
-    source, target = build / f"{name}.c", build / f"{name}.so"
+    parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, _cpu()] + [f.serialize() for f in everything]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+    entry = cache_dir() / f"{name}-{key}"
     names = [f.name() for f in functions]
-    if target.exists():
-        return Library(target, source, names, None)
-    build.mkdir(parents=True, exist_ok=True)
-    # build in a private directory and move the results in, library last: processes building the same
-    # key at once never see a half-written file, and an existing library means a complete build
-    with tempfile.TemporaryDirectory(dir=build) as tmp:
-        c_file, h_file = _generate(everything, tmp, name)
-        if verbose is None:
-            verbose = sum(f.n_instructions() for f in everything if f.is_a("SXFunction")) > VERBOSE_INSTRUCTIONS
-        seconds = _compile(compiler, c_file, Path(tmp) / target.name, flags, verbose, f"{name} ({', '.join(names)})")
-        for path in (c_file, h_file, Path(tmp) / target.name):
-            os.replace(path, build / path.name)
-    return Library(target, source, names, seconds)
+    if entry.exists():
+        try:
+            return _load(entry, key, everything, names, None)
+        except _BadEntry as e:
+            warnings.warn(f"casrbd.codegen: rebuilding the cached library: {e}", CacheWarning, stacklevel=2)
+            _discard(entry)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    if verbose is None:
+        verbose = sum(f.n_instructions() for f in everything if f.is_a("SXFunction")) > VERBOSE_INSTRUCTIONS
+    label = f"{name} ({', '.join(names)})"
+    seconds, out = _build(entry, key, everything, name, compiler, flags, verbose, label)
+    try:
+        return _load(entry, key, everything, names, seconds)
+    except _BadEntry as e:
+        _discard(entry)
+        raise CompileError(
+            f"{compiler} {' '.join(flags)} built a library that fails its checks: {e}; "
+            f"compiler output:\n{out[-4000:] or '(none)'}"
+        ) from None
 
 
-def compiled(model, name, flags=DEFAULT_FLAGS, **options):
-    """``casrbd.function(model, name, **options)`` compiled to C and loaded back (cached on disk)."""
-    f = function(model, name, **options)
-    return compile_functions([f], flags=flags)[f.name()]
+def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, second_order=True, **options):
+    """``casrbd.function(model, name, **options)`` as a Function of a compiled, disk-cached library
+    that carries its first and second derivatives, built once per model (and options, flags and
+    compiler) in a process and once per machine on disk.
+
+    Meant to be called many times from an NLP that casadi evaluates in its VM (or jits): the NLP's
+    graph then holds calls into the library, and casadi's derivatives of a call are the library's
+    Functions, never a differentiation of the call (which a compiled Function does not allow):
+
+    - ``jac_<name>``: the Jacobian (constraint Jacobians, many directions);
+    - ``adj1_<name>``: one adjoint (gradients, and the reverse half of IPOPT's exact Hessian);
+    - ``jac_adj1_<name>``: its Jacobian, the contracted Hessian (the forward half).
+
+    Each is the analytical one where ``casrbd.function`` offers it: ``jacobian`` defaults to
+    "analytical" where the spec has an analytical Jacobian (and no ``parameters``), and the Hessian
+    is then analytical where the spec has a second-order adjoint; the others are casadi's AD of the
+    Function's graph, generated to C. ``second_order=False``: no AD second derivatives (an
+    analytical adjoint still ships), for solvers that take no exact Hessian (Gauss-Newton, L-BFGS);
+    AD second derivatives can be large (solo12's 4-contact ``constraint_dynamics``: 1.4M instructions)
+    and a Hessian through a call without them fails. ``flags``, ``compiler``: as
+    ``compile_functions``; ``-O1`` compiles large graphs (1e5 instructions and more) several times
+    faster than the default.
+    """
+    if "jacobian" not in options:
+        offered = spec(name).jacobian is not None and not options.get("parameters")
+        options["jacobian"] = "analytical" if offered else "ad"
+    return _compiled(model, function(model, name, **options), tuple(flags), compiler, bool(second_order))
+
+
+@per_model
+def _compiled(model, f, flags, compiler, second_order):
+    return compile_functions(_derivative_set(f, second_order), flags=flags, compiler=compiler)[f.name()]
+
+
+def _derivative_set(f, second_order):
+    """f and, for those of its derivatives it does not carry itself (``_custom_derivatives``), casadi's AD
+    ones: the Jacobian, and with ``second_order`` one adjoint and the adjoint's Jacobian."""
+    shipped = {g.name() for g in _custom_derivatives(f)}
+    extra = [] if "jac_" + f.name() in shipped else [f.jacobian()]
+    if second_order and "adj1_" + f.name() not in shipped:
+        adjoint = f.reverse(1)
+        extra += [adjoint, adjoint.jacobian()]
+    return [f, *extra]

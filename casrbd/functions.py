@@ -7,7 +7,6 @@ casadi's ``custom_jacobian``. Functions are cached per model for the model's
 lifetime (models are immutable, so a cached Function never goes stale).
 """
 
-import re
 import warnings
 
 import casadi as ca
@@ -17,6 +16,7 @@ from .algorithms.configuration import tangent_map
 from .algorithms.passes.articulated import singular_joints
 from .algorithms.passes.memo import sharing
 from .model import per_model
+from .naming import identifier
 from .spatial import Inertia
 from .spec import F_EXT, PI, REQUIRED, Arg, choice
 
@@ -60,11 +60,6 @@ def require_defined(model, s):
                 f"{list(idle)} have a motion that moves no mass or inertia with the joints below them free "
                 f"(links without inertia? a massless root link under a free flyer?)"
             )
-
-
-def _c_name(text):
-    name = re.sub(r"\W", "_", text)
-    return name if re.match(r"[A-Za-z_]", name) else "m_" + name
 
 
 def function(
@@ -179,7 +174,8 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     suffix += "_pi" * parameters + "_adhessian" * (
         jac_options is not None and s.hessian is not None and not second_order
     )
-    fname = _c_name(f"{model.name}_{s.name}{suffix}")
+    # robot, frame and contact names may hold anything: a valid, collision-free identifier for casadi and C
+    fname = identifier(f"{model.name}_{s.name}{suffix}")
     fopts = {}
     if jac_options is not None:
         # casadi hands its derivative Functions the nominal outputs: they use them, not a second solve

@@ -1,0 +1,134 @@
+"""The build cache never hands a bad library to the dynamic loader, never answers wrong, and rebuilds.
+
+Every test damages an entry of a temporary cache (``CASRBD_CACHE``) the way a full disk, a crash, a
+copy or a hand edit would, and checks that the next call warns naming the file, rebuilds, and answers
+as casadi's VM evaluation of the original Function. Tiny Functions, compiled at -O0: fast.
+"""
+
+import json
+import os
+import re
+import shutil
+import stat
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from casrbd import codegen
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+
+FLAGS = ("-O0",)
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CASRBD_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def tiny(n=2, scale=2.0):
+    x = ca.SX.sym("x", n)
+    return ca.Function("tiny", [x], [scale * ca.sin(x) * x[0]], ["x"], ["y"])
+
+
+def assert_answers_as(f, reference):
+    x = np.linspace(0.3, 0.9, reference.size1_in(0))
+    assert np.allclose(np.array(f(x)), np.array(reference(x)), rtol=1e-14, atol=0)
+
+
+def overwrite(path, data):
+    """Replace the file (a new inode): this process has the library loaded, and changing a mapped file in
+    place would crash it when it unloads the library, whatever the cache does."""
+    tmp = path.with_suffix(".new")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def truncate(path):
+    overwrite(path, path.read_bytes()[: path.stat().st_size // 3])
+
+
+def corrupt(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = os.urandom(64)
+    overwrite(path, bytes(data))
+
+
+def empty(path):
+    overwrite(path, b"")
+
+
+def foreign(path):
+    """Another Function's library (same Function name, another signature and values) over this one."""
+    other = codegen.compile_functions(tiny(3, scale=5.0), name="other", flags=FLAGS)
+    overwrite(path, other.path.read_bytes())
+
+
+def foreign_entry(path):
+    """Another build's whole entry (library and manifest) copied under this entry's name."""
+    other = codegen.compile_functions(tiny(3, scale=5.0), flags=FLAGS)
+    for p in path.parent.iterdir():
+        p.unlink()
+    for p in other.path.parent.iterdir():
+        shutil.copy(p, path.parent / p.name)
+
+
+def no_manifest(path):
+    (path.parent / codegen.MANIFEST).unlink()
+
+
+@pytest.mark.parametrize("damage", [truncate, corrupt, empty, foreign, foreign_entry, no_manifest])
+def test_a_damaged_entry_is_rebuilt_with_a_warning_naming_it(damage):
+    f = tiny()
+    first = codegen.compile_functions(f, flags=FLAGS)
+    damage(first.path)
+    culprit = first.path.parent / codegen.MANIFEST if damage in (foreign_entry, no_manifest) else first.path
+    with pytest.warns(codegen.CacheWarning, match=re.escape(str(culprit))):
+        rebuilt = codegen.compile_functions(f, flags=FLAGS)
+    assert rebuilt.compile_seconds is not None
+    assert_answers_as(rebuilt["tiny"], f)
+    again = codegen.compile_functions(f, flags=FLAGS)  # no warning: the rebuilt entry is good
+    assert again.compile_seconds is None and again.path == rebuilt.path
+    assert_answers_as(again["tiny"], f)
+
+
+def test_a_forged_manifest_is_caught_by_the_signature_check_after_loading():
+    """A foreign library with a manifest edited to match it (key, hash and file name) passes the checks
+    before loading; the signature check after loading refuses it before any call."""
+    f = tiny()
+    first = codegen.compile_functions(f, flags=FLAGS)
+    other = codegen.compile_functions(tiny(3, scale=5.0), name="tiny", flags=("-O1",))
+    manifest = first.path.parent / codegen.MANIFEST
+    record = json.loads(manifest.read_text())
+    forged = first.path.parent / "forged.so"
+    shutil.copy(other.path, forged)
+    manifest.write_text(json.dumps(record | {"library": forged.name, "sha256": codegen._sha256(forged)}))
+    with pytest.warns(codegen.CacheWarning, match=re.escape(str(forged)) + ".*another signature"):
+        rebuilt = codegen.compile_functions(f, flags=FLAGS)
+    assert rebuilt.compile_seconds is not None
+    assert_answers_as(rebuilt["tiny"], f)
+
+
+def fake_compiler(tmp_path, body):
+    path = tmp_path / "fakecc"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_a_compiler_that_writes_nothing_is_a_compile_error_naming_it(tmp_path, cache):
+    cc = fake_compiler(tmp_path, "echo 'all fine, says the fake'\nexit 0\n")
+    with pytest.raises(codegen.CompileError, match=rf"(?s){re.escape(cc)} .*wrote no library.*all fine, says the fake"):
+        codegen.compile_functions(tiny(), flags=FLAGS, compiler=cc)
+    assert not [p for p in cache.iterdir() if not p.name.startswith(".")]
+
+
+def test_a_compiler_that_writes_garbage_is_a_compile_error_and_leaves_no_entry(tmp_path, cache):
+    # writes text where the library should be (the argument after -o), says nothing
+    cc = fake_compiler(tmp_path, 'while [ "$1" != "-o" ]; do shift; done\necho garbage > "$2"\n')
+    for _ in range(2):  # the failed build is not left to be found (and warned about) next time
+        with pytest.raises(codegen.CompileError, match=rf"(?s){re.escape(cc)} .*fails its checks.*does not load tiny"):
+            codegen.compile_functions(tiny(), flags=FLAGS, compiler=cc)
+    assert list(cache.iterdir()) == []
