@@ -51,6 +51,10 @@ import casadi as ca
 from .functions import function, spec
 from .model import per_model
 from .naming import c_problem
+from .spec import choice
+
+# the solver's word for its Hessian: "exact" (second derivatives) or "limited-memory" (none)
+HESSIANS = ("exact", "limited-memory")
 
 # -O3 for this machine's CPU (a library built here runs here: fused multiply-adds and wide registers make
 # aba_derivatives of solo12 1.8x faster), without the passes that look for redundant computations and
@@ -386,7 +390,7 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
         ) from None
 
 
-def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, second_order=True, **options):
+def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, hessian="exact", **options):
     """``casrbd.function(model, name, **options)`` as a Function of a compiled, disk-cached library
     that carries its first and second derivatives, built once per model (and options, flags and
     compiler) in a process and once per machine on disk.
@@ -402,8 +406,10 @@ def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, second_order=True,
     Each is the analytical one where ``casrbd.function`` offers it: ``jacobian`` defaults to
     "analytical" where the spec has an analytical Jacobian (and no ``parameters``), and the Hessian
     is then analytical where the spec has a second-order adjoint; the others are casadi's AD of the
-    Function's graph, generated to C. ``second_order=False``: no AD second derivatives (an
-    analytical adjoint still ships), for solvers that take no exact Hessian (Gauss-Newton, L-BFGS);
+    Function's graph, generated to C (``second_order="ad"`` asks for AD where the analytical one is
+    offered). ``hessian``, the solver's word: "exact" ships second derivatives; "limited-memory" no AD
+    second derivatives (an analytical adjoint still ships), for solvers that take no exact Hessian
+    (Gauss-Newton, L-BFGS);
     AD second derivatives can be large (solo12's 4-contact ``constraint_dynamics``: 1.4M instructions)
     and a Hessian through a call without them fails. ``flags``, ``compiler``: as
     ``compile_functions``; ``-O1`` compiles large graphs (1e5 instructions and more) several times
@@ -412,7 +418,8 @@ def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, second_order=True,
     if "jacobian" not in options:
         offered = spec(name).jacobian is not None and not options.get("parameters")
         options["jacobian"] = "analytical" if offered else "ad"
-    return _compiled(model, function(model, name, **options), tuple(flags), compiler, bool(second_order))
+    choice("hessian", hessian, HESSIANS)
+    return _compiled(model, function(model, name, **options), tuple(flags), compiler, hessian == "exact")
 
 
 @per_model

@@ -356,7 +356,11 @@ def hessian_of(f):
 
 @pytest.mark.parametrize(
     "name, options",
-    [("center_of_mass", {}), ("frame_placement", {"frame": 5}), ("aba", {"jacobian": "analytical", "hessian": "ad"})],
+    [
+        ("center_of_mass", {}),
+        ("frame_placement", {"frame": 5}),
+        ("aba", {"jacobian": "analytical", "second_order": "ad"}),
+    ],
 )
 def test_compiled_function_carries_ad_derivatives_where_there_are_no_analytical_ones(name, options):
     """Without an analytical Jacobian or Hessian, the library carries casadi's AD ones (several
@@ -374,7 +378,7 @@ def test_compiled_function_carries_ad_derivatives_where_there_are_no_analytical_
 
 
 def test_compiled_function_without_second_order_carries_the_jacobian_only(cache):
-    compiled = casrbd.compiled(CHAIN, "center_of_mass", flags=NO_OPT, second_order=False)
+    compiled = casrbd.compiled(CHAIN, "center_of_mass", flags=NO_OPT, hessian="limited-memory")
     original = casrbd.function(CHAIN, "center_of_mass")
     (library,) = cache.rglob("*.so")
     exported = ctypes.CDLL(str(library))

@@ -110,7 +110,7 @@ def every_function(model, names):
         casrbd.function(model, "constraint_dynamics", contacts=[(toe, "3d")]),
         casrbd.function(model, "constraint_dynamics", contacts=[(heel, "3d")], jacobian="analytical"),
         casrbd.function(model, "aba", jacobian="analytical"),  # with its analytical second order
-        casrbd.function(model, "rnea", jacobian="analytical", hessian="ad"),
+        casrbd.function(model, "rnea", jacobian="analytical", second_order="ad"),
     ]
 
 
@@ -150,7 +150,7 @@ def test_a_model_with_hostile_names_compiles(tmp_path, monkeypatch):
     monkeypatch.setenv("CASRBD_CACHE", str(tmp_path / "cache"))
     model = casrbd.load_urdf(urdf(HOSTILE), floating_base=True)
     functions = [
-        casrbd.function(model, "rnea", jacobian="analytical", hessian="ad"),
+        casrbd.function(model, "rnea", jacobian="analytical", second_order="ad"),
         casrbd.function(model, "frame_placement", frame=HOSTILE["toe"]),
     ]
     lib = codegen.compile_functions(functions, flags=("-O0",))

@@ -1,9 +1,9 @@
-"""hessian="analytical": rnea and aba Functions whose reverse mode and exact Hessian are the analytical ones.
+"""second_order="analytical": rnea and aba Functions whose reverse mode and exact Hessian are the analytical ones.
 
 casadi differentiates a call of such a Function through ``adj1_<name>`` (the
 adjoint lam^T d out / d inputs) and the adjoint's Jacobian ``jac_adj1_<name>``
 (the contracted Hessian and the d/dlam blocks). The reference is the same
-Function with hessian="ad", which casadi differentiates by AD of its graph.
+Function with second_order="ad", which casadi differentiates by AD of its graph.
 Hessians are taken as a user's graph takes them: on MX symbols, with respect to
 every input, at configurations whose quaternions and (cos, sin) pairs have norm
 1.3, so that the raw-q composition (tangent maps and the curvature of the
