@@ -146,7 +146,8 @@ def write_main(tmp_path, included, name="part.xml"):
         ('<!DOCTYPE m [<!ENTITY e "x">]>' + INCLUDED.format(""), r"part.xml: line 1: DOCTYPE and ENTITY"),
         (INCLUDED.format("").encode() + b"\xff", r"part.xml: not UTF-8 text: byte 0xff"),
         (INCLUDED.format("<body>"), r"part.xml: malformed XML"),
-        (INCLUDED.format("x" * 3000), r"main.xml: with the files it includes, larger than max_bytes"),
+        (INCLUDED.format("x" * 3000), r"part.xml: larger than the limit of 2000 bytes"),
+        (INCLUDED.format("x" * 1900), r"main.xml: with the files it includes, larger than the limit of 2000 bytes"),
         (None, r"main.xml: <include file='part.xml'> cannot be read: .*No such file"),
     ],
 )

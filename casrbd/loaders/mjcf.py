@@ -113,7 +113,7 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
     is_path = not isinstance(source, (bytes, bytearray)) and not (
         isinstance(source, str) and source.lstrip("\ufeff").lstrip().startswith("<")
     )
-    assets = _included(root, os.path.dirname(where) if is_path else "", where, max_bytes - len(text.encode()))
+    assets = _included(root, os.path.dirname(where) if is_path else "", where, max_bytes, len(text.encode()))
     mj, m, notes = _compile(text, where if is_path else None, where, assets)
     if strict and notes:
         raise MJCFError(f"{where}: " + "; ".join(notes))
@@ -133,11 +133,11 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
     return model
 
 
-def _included(root, folder, where, budget):
+def _included(root, folder, where, max_bytes, size):
     """{file attribute: bytes} of every document ``<include>``d, directly or not, each read and parsed as
     the main one; ``folder``: where MuJoCo looks for them (the main file's, "" for the current one);
-    ``budget``: the bytes left of max_bytes. A file is read once, which also ends an include cycle
-    (MuJoCo then reports it)."""
+    ``size``: the main document's bytes, counted with the included ones against ``max_bytes``. A file
+    is read once, which also ends an include cycle (MuJoCo then reports it)."""
     assets, pending = {}, [(root, where)]
     while pending:
         document, parent = pending.pop()
@@ -145,17 +145,14 @@ def _included(root, folder, where, budget):
             name = element.get("file")
             if not name or name in assets:  # no file attribute: MuJoCo's error says so
                 continue
-            path = os.path.join(folder, name)
             try:
-                text, path = read_text(pathlib.Path(path), max(budget, 0), "MJCF", MJCFError)
+                text, path = read_text(pathlib.Path(folder, name), max_bytes, "MJCF", MJCFError)
             except OSError as e:
                 raise MJCFError(f"{parent}: <include file={name!r}> cannot be read: {e}") from None
-            except MJCFError as e:
-                if "larger than the limit" not in str(e):
-                    raise
-                raise MJCFError(f"{where}: with the files it includes, larger than max_bytes ({e})") from None
             assets[name] = text.encode("utf-8")
-            budget -= len(assets[name])
+            size += len(assets[name])
+            if size > max_bytes:
+                raise MJCFError(f"{where}: with the files it includes, larger than the limit of {max_bytes} bytes")
             pending.append((element_tree(text, path, MJCFError), path))
     return assets
 
