@@ -29,12 +29,33 @@ def _is_symbolic(x):
     return isinstance(x, (ca.SX, ca.MX))
 
 
+# numeric arguments beyond this magnitude are refused: no state or force of a robot comes near it,
+# and below it the products the algorithms form (up to fourth powers of the state, times model
+# constants the loaders bound by 1e9) stay far from float's range (v = 1e200 would give inf and NaN)
+MAX_MAGNITUDE = 1e50
+
+
 def _numbers(x):
     """x as a float array; a list holding casadi symbols raises TypeError (casadi's own conversion
-    error differs between versions)."""
+    error differs between versions), a Python int beyond float's range ValueError (numpy raises
+    OverflowError)."""
     if isinstance(x, (list, tuple)) and any(_is_symbolic(e) for e in x):
         raise TypeError("it holds casadi symbols: pass one symbol or expression of the whole shape")
-    return np.array(x, dtype=float)
+    try:
+        return np.array(x, dtype=float)
+    except OverflowError as e:
+        raise ValueError(f"a number beyond the range of floats: {e}") from None
+
+
+def _bounded(what, a, where):
+    """Refuse non-finite entries and entries beyond MAX_MAGNITUDE, naming them (``where`` turns the
+    indices of the bad entries into words)."""
+    for bad, text in (
+        (~np.isfinite(a), "non-finite entries"),
+        (np.isfinite(a) & (np.abs(a) > MAX_MAGNITUDE), f"entries beyond {MAX_MAGNITUDE:g} in magnitude"),
+    ):
+        if bad.any():
+            raise ValueError(f"{what} has {text} at {where(bad)}")
 
 
 def _vector(fname, arg, x, n):
@@ -50,10 +71,7 @@ def _vector(fname, arg, x, n):
         a = a[:, 0]
     if a.shape != (n,):
         raise ValueError(f"{fname}: argument {arg!r} must have shape ({n},), got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(
-            f"{fname}: argument {arg!r} has non-finite entries at {np.flatnonzero(~np.isfinite(a)).tolist()}"
-        )
+    _bounded(f"{fname}: argument {arg!r}", a, lambda bad: np.flatnonzero(bad).tolist())
     return a
 
 
@@ -86,9 +104,7 @@ def external_forces(model, fname, f_ext):
         raise ValueError(f"{expected}; got shape {F.shape}{hint}")
     if _is_symbolic(F):
         return F
-    bad = np.argwhere(~np.isfinite(F))
-    if bad.size:
-        raise ValueError(f"{fname}: f_ext has non-finite entries at (component, joint) {bad.tolist()}")
+    _bounded(f"{fname}: f_ext", F, lambda bad: f"(component, joint) {np.argwhere(bad).tolist()}")
     return F
 
 

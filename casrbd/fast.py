@@ -5,6 +5,7 @@ batches over many states without copies.
     aba = fast.function(model, "aba")      # any casrbd.function name and options; compiled once
     a = aba(q, v, tau)                     # arguments checked and copied in, a new array out
     aba.q[:] = q; aba.evaluate(); aba.a    # preallocated arrays: the C code plus ~0.1 us
+    aba.q = q                              # the same copy, checked (shape, dtype) as a call's arguments
     A = fast.batch(model, "aba")(Q, V, T)  # (N, nq), (N, nv), (N, nv) arrays -> (N, nv)
 
 The Function is compiled by ``casrbd.codegen`` (cached on disk, so a second
@@ -32,6 +33,14 @@ the wrong shape or type raise ``ValueError`` naming the argument and the
 shape expected. Values are not checked (NaN in, NaN out), nor quaternion
 norms: ``casrbd.rnea`` and the like check them.
 
+Assigning. The arrays are bound to the compiled code once, so an input is
+set by writing into its array: ``f.q[:] = q``, or ``f.q = q`` and
+``f.inputs["q"] = q``, which copy ``q`` in with the checks of a call (a
+rebinding that the code would never see is impossible). Outputs are written
+by ``evaluate()`` only: assigning ``f.a = ...`` or ``f.outputs["a"] = ...``
+raises ``AttributeError``, and so does assigning an attribute that is no
+argument (``f.Q = q``, a typo that would otherwise be silently ignored).
+
 Threads. ``__call__`` of a FastFunction or a BatchFunction holds a lock, so
 one object may be shared by threads (they then take turns). ``evaluate()``
 and the preallocated arrays belong to one thread at a time: ``clone()``
@@ -48,6 +57,7 @@ ends (fixed in 3.8), which is why buffers are made once per object and reused.
 """
 
 import threading
+from collections.abc import Mapping
 
 import casadi as ca
 import numpy as np
@@ -147,9 +157,44 @@ def _argument(fname, name, x, shape):
     return a
 
 
+class _Arrays(Mapping):
+    """A FastFunction's inputs or outputs by name: the bound arrays; assigning an input copies into it
+    (checked), assigning an output raises."""
+
+    def __init__(self, owner, names, shapes, views, output):
+        self._owner, self._shapes, self._output = owner, dict(zip(names, shapes)), output
+        self._views = dict(zip(names, views))
+
+    def __getitem__(self, name):
+        return self._views[name]
+
+    def __iter__(self):
+        return iter(self._views)
+
+    def __len__(self):
+        return len(self._views)
+
+    def __repr__(self):
+        return repr(self._views)
+
+    def __setitem__(self, name, value):
+        fname = self._owner.name
+        if self._output and name in self._views:
+            raise AttributeError(
+                f"{fname}: {name!r} is an output, written by evaluate(); read it, or copy it with {name}.copy()"
+            )
+        if name not in self._views:
+            kind = "outputs" if self._output else "inputs"
+            raise KeyError(f"{fname}: no {kind[:-1]} {name!r}; its {kind} are {list(self._views)}")
+        self._views[name][...] = _argument(fname, name, value, self._shapes[name])
+
+
 class FastFunction:
-    """One state per call on preallocated arrays: ``f.inputs``/``f.outputs`` (dicts by name, also
-    attributes: ``f.q``, ``f.a``), ``f.evaluate()`` and the checked call ``f(*args)``."""
+    """One state per call on preallocated arrays: ``f.inputs``/``f.outputs`` (mappings by name, also
+    attributes: ``f.q``, ``f.a``), ``f.evaluate()`` and the checked call ``f(*args)``. Assigning
+    ``f.q = q`` or ``f.inputs["q"] = q`` copies into the bound array (checked); outputs are read-only."""
+
+    _OWN = frozenset(("library", "name", "inputs", "outputs"))  # attributes set in __init__
 
     def __init__(self, library):
         self.library, self.name = library, library.name
@@ -162,17 +207,30 @@ class FastFunction:
             _bind(self._buffer, i, raw, True)
         self._in = [_views(r, s) for r, s in zip(self._raw_in, library.shapes_in)]
         self._out = [_views(r, s) for r, s in zip(self._raw_out, library.shapes_out)]
-        self.inputs = dict(zip(library.names_in, self._in))
-        self.outputs = dict(zip(library.names_out, self._out))
+        self.inputs = _Arrays(self, library.names_in, library.shapes_in, self._in, False)
+        self.outputs = _Arrays(self, library.names_out, library.shapes_out, self._out, True)
         self._call = _checked_call(self, threading.Lock())
 
     def __getattr__(self, name):
-        arrays = self.__dict__.get("inputs", {}) | self.__dict__.get("outputs", {})
-        if name in arrays:
-            return arrays[name]
+        for arrays in (self.__dict__.get("inputs", {}), self.__dict__.get("outputs", {})):
+            if name in arrays:
+                return arrays[name]
         raise AttributeError(
             f"{type(self).__name__} {self.__dict__.get('name')!r} has no attribute or argument {name!r}"
         )
+
+    def __setattr__(self, name, value):
+        if name.startswith("_") or name in self._OWN:
+            object.__setattr__(self, name, value)
+        elif name in self.inputs:
+            self.inputs[name] = value
+        elif name in self.outputs:
+            self.outputs[name] = value  # raises, saying why
+        else:
+            raise AttributeError(
+                f"{self.name}: no argument {name!r} to assign; inputs {list(self.inputs)}, "
+                f"outputs {list(self.outputs)} (read-only)"
+            )
 
     def __repr__(self):
         return f"FastFunction({self.name!r}, inputs {list(self.inputs)}, outputs {list(self.outputs)})"

@@ -6,20 +6,26 @@ are fixed combinations of the rest (a link's mass acting only through the joint 
 parameters are a minimal set of combinations pi_b = B pi with Y pi = Y_b pi_b for every state, Y_b
 the columns of Y for the independent parameters.
 
-Numerical method (Gautier, "Numerical calculation of the base inertial parameters of robots",
-Journal of Robotic Systems, 1991): stack W = [Y(x_1); ...; Y(x_K)] at random states x_k (random
-configurations, normal velocities and accelerations; gravity included) and take its QR
-decomposition with column pivoting (Businger & Golub), W P = Q R. The first r pivoted columns,
-r the numerical rank (|R_kk| > rtol |R_11|), are independent: pi_1 = P_1^T pi; the others depend on
-them linearly, W P_2 = W P_1 beta with beta = R_11^-1 R_12. Then Y pi = Y P_1 (pi_1 + beta pi_2), so
+Numerical method (after Gautier, "Numerical calculation of the base inertial parameters of robots",
+Journal of Robotic Systems, 1991, with a reproducible choice of columns): stack W = [Y(x_1); ...;
+Y(x_K)] at random states x_k (random configurations, normal velocities and accelerations; gravity
+included), every column scaled to a largest entry of one, and walk its columns in the order of pi:
+a column is independent, and kept, when its distance to the span of the columns kept before it
+exceeds ``rtol`` times its norm (Gram-Schmidt, orthogonalised twice); the others depend on the kept
+ones, W_2 = W_1 beta (least squares). Then Y pi = Y_1 (pi_1 + beta pi_2), so
 
     pi_b = pi_1 + beta pi_2 = B pi,   B = P_1^T + beta P_2^T,   Y_b = Y[:, independent].
 
+The rule for which parameters are "base": the first independent columns in pi's order (the pivot
+columns of W's reduced row echelon form, i.e. the earliest body and, within a body, pi's order
+m, mc, I). It is a property of the regressor, not of a factorisation: a column pivoting QR picks
+among columns of equal norm by rounding, which differs between machines and LAPACK builds; here a
+decision could only change for a column whose relative distance is within rounding of ``rtol``,
+whereas a dependent column is at about 1e-15 and an independent one many orders above 1e-9.
+
 The random states make W generic: a dependence that holds at all of them (r x nv rows, several times
-the number of columns) holds everywhere but on a set of measure zero. Which parameters are chosen as
-the independent ones depends on the pivoting (the largest columns first); the base parameters' count
-and the space they span do not. Glossary: W the stacked regressor, P_1, P_2 the selected and remaining
-columns, R_11 (r x r), R_12 (r x (10 n - r)), beta (r x (10 n - r)), B (r x 10 n).
+the number of columns) holds everywhere but on a set of measure zero. Glossary: W the stacked
+regressor, P_1, P_2 the selected and remaining columns, beta (r x (10 n - r)), B (r x 10 n).
 """
 
 from typing import NamedTuple
@@ -33,24 +39,19 @@ from .parameters import parameter_names
 ZERO = 1e-12  # a column whose entries are all below ZERO times the largest entry of W is zero
 
 
-def pivoted_qr(W):
-    """(R, perm): Householder QR with column pivoting, W[:, perm] = Q R, |R_kk| non-increasing."""
-    A = np.array(W, dtype=float)
-    m, n = A.shape
-    perm = np.arange(n)
-    norms = np.sum(A * A, axis=0)
-    for k in range(min(m, n)):
-        p = k + int(np.argmax(norms[k:]))
-        A[:, [k, p]], perm[[k, p]], norms[[k, p]] = A[:, [p, k]], perm[[p, k]], norms[[p, k]]
-        x = A[k:, k]
-        alpha = -np.copysign(np.linalg.norm(x), x[0])
-        u = x.copy()
-        u[0] -= alpha
-        if np.dot(u, u) > 0:
-            u /= np.linalg.norm(u)
-            A[k:, k:] -= 2.0 * np.outer(u, u @ A[k:, k:])
-        norms[k + 1 :] = np.sum(A[k + 1 :, k + 1 :] ** 2, axis=0)  # recomputed: no cancellation
-    return np.triu(A[: min(m, n)]), perm
+def first_independent_columns(W, rtol):
+    """Indices of the columns of W that are not within ``rtol`` times their norm of the span of the
+    columns before them (kept in index order; the basis of W's column space that comes first)."""
+    Q, kept = np.zeros((W.shape[0], 0)), []
+    for k in range(W.shape[1]):
+        c = W[:, k]
+        r = c - Q @ (Q.T @ c)
+        r -= Q @ (Q.T @ r)  # a second pass: one Gram-Schmidt pass loses orthogonality to rounding
+        d = np.linalg.norm(r)
+        if d > rtol * np.linalg.norm(c):
+            kept.append(k)
+            Q = np.column_stack([Q, r / d])
+    return kept
 
 
 class BaseParameters(NamedTuple):
@@ -88,8 +89,9 @@ def stacked_regressor(model, qs, vs, as_):
 
 def base_parameters(model, samples=None, seed=0, rtol=1e-9):
     """The base parameters of ``model`` from the regressor at ``samples`` random states (default: enough
-    for three times as many rows as parameters), with rank tolerance ``rtol`` relative to |R_11| after
-    scaling every column of W to a largest entry of one."""
+    for three times as many rows as parameters): the first independent columns in pi's order (see the
+    module docstring), a column counting as dependent within ``rtol`` times its norm after every column
+    of W is scaled to a largest entry of one. Deterministic: ``seed`` fixes the states."""
     n = 10 * model.njoints
     samples = samples or max(3, -(-3 * n // model.nv))
     rng = np.random.default_rng(seed)
@@ -100,15 +102,13 @@ def base_parameters(model, samples=None, seed=0, rtol=1e-9):
     # only (a parameter that moves nothing, computed through rotations) are zero, not scaled up
     zero = scale <= ZERO * np.max(scale, initial=0.0)
     W[:, zero], scale[zero] = 0.0, 1.0
-    R, perm = pivoted_qr(W / scale)
-    d = np.abs(np.diag(R))
-    r = int(np.sum(d > rtol * d[0])) if d.size and d[0] > 0 else 0
-    ind, dep = perm[:r], perm[r:]
+    Ws = W / scale
+    ind = np.array(first_independent_columns(Ws, rtol), dtype=int)
+    dep = np.setdiff1d(np.arange(n), ind)
+    r = ind.size
     # W_2 = W_1 beta, in the scaled columns: undo the scaling on both sides
-    beta_scaled = np.linalg.solve(R[:r, :r], R[:r, r:])
+    beta_scaled = np.linalg.lstsq(Ws[:, ind], Ws[:, dep], rcond=None)[0]
     beta = beta_scaled * scale[dep][None, :] / scale[ind][:, None]
-    order = np.argsort(ind)  # base parameters in the order of pi
-    ind, beta = ind[order], beta[order]
     B = np.zeros((r, n))
     B[np.arange(r), ind] = 1.0
     B[:, dep] = beta

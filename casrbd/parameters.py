@@ -24,7 +24,22 @@ RA-L 2022) maps 10 free numbers theta = (alpha, d1, d2, d3, s12, s23, s13, t1, t
 
 which is positive definite for every theta, and every positive definite J has exactly one theta:
 an unconstrained optimization over theta only meets physically consistent bodies
-(``log_cholesky_to_parameters``, ``parameters_to_log_cholesky``). Glossary: pi (10 k) parameters,
+(``log_cholesky_to_parameters``, ``parameters_to_log_cholesky``).
+
+Numeric range. pi grows as e^(2 alpha) (e^(2 d_k) + s^2 + t^2), which overflows float beyond about
+e^709: numeric theta is refused (``ValueError`` naming the body and coordinate) unless it is finite,
+with alpha and d_k within +-``LOG_RANGE`` (= 100: e^(+-400) bounds every entry of J, so pi is
+finite and a body's mass e^(2 alpha) never rounds to 0) and s, t within +-``OFFSET_RANGE`` (= 1e20).
+A physical body is far inside: alpha = log(mass) / 2, d_k the logarithms of ratios of lengths.
+Symbolic theta is not checked: bound it in an optimization that could wander that far.
+
+NaN in, NaN out, where no check is possible: ``pseudo_inertia_pivots`` and ``pseudo_inertia``
+compute with what they get (a constraint function, not a check: a massless body gives a division by
+zero, inf or NaN pivots), and so do the Functions built with ``parameters=True`` (casadi code):
+at a pi with a massless or inconsistent body, aba, minverse and the forward-dynamics derivatives
+return inf or NaN where M(pi) is singular, as any division by zero would. Check numeric pi first
+with ``require_consistent`` (which names the body), or keep an optimization inside the consistent
+set with the pivots or the log-Cholesky map. Glossary: pi (10 k) parameters,
 theta (10 k) log-Cholesky coordinates, J (4 x 4) pseudo-inertia, Sigma its 3 x 3 block.
 """
 
@@ -34,6 +49,18 @@ import numpy as np
 from .spatial import Inertia, is_numeric
 
 NAMES = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_yy", "I_xz", "I_yz", "I_zz")
+LOG_CHOLESKY_NAMES = ("alpha", "d1", "d2", "d3", "s12", "s23", "s13", "t1", "t2", "t3")
+LOG_RANGE = 100.0  # |alpha|, |d_k| (see "Numeric range" above)
+OFFSET_RANGE = 1e20  # |s_ij|, |t_k|
+
+
+def _floats(what, x, expected):
+    """x as a flat float array, conversion errors (strings, ragged lists, Python ints beyond float's
+    range) raised as ValueError naming ``what`` and what was expected."""
+    try:
+        return np.asarray(x, dtype=float).reshape(-1)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"{what}: expected {expected}, got {type(x).__name__} ({e})") from None
 
 
 def _symbolic(x):
@@ -66,13 +93,14 @@ def body_parameters(model, pi, what="pi"):
                 f"for its {n} bodies; got shape {pi.shape}"
             )
         return [pi[10 * j : 10 * j + 10] for j in range(n)]
+    expected = f"10 numbers per body of model {model.name!r} ({10 * n} numbers, or {n} groups of 10)"
     if isinstance(pi, (list, tuple)) and len(pi) == n and all(np.ndim(p) >= 1 for p in pi):
-        parts = [np.asarray(p, dtype=float).reshape(-1) for p in pi]
+        parts = [_floats(f"{what}: body {model.names[j]!r}", p, "10 numbers") for j, p in enumerate(pi)]
         for j, p in enumerate(parts):
             if p.size != 10:
                 raise ValueError(f"{what}: body {model.names[j]!r} has {p.size} parameters, expected 10")
     else:
-        x = np.asarray(pi, dtype=float).reshape(-1)
+        x = _floats(what, pi, expected)
         if x.size != 10 * n:
             j = min(x.size // 10, n - 1)
             detail = (
@@ -101,7 +129,10 @@ def _pseudo_inertia(p):
 def pseudo_inertia(pi):
     """J (4 x 4) of one body's 10 parameters: numpy for numbers, else a casadi matrix."""
     if is_numeric(pi):
-        return _pseudo_inertia(ca.DM(np.asarray(pi, dtype=float).reshape(10))).full()
+        x = _floats("pseudo_inertia", pi, "the 10 parameters of one body")
+        if x.size != 10:
+            raise ValueError(f"pseudo_inertia: expected the 10 parameters of one body, got {x.size} numbers")
+        return _pseudo_inertia(ca.DM(x)).full()
     return _pseudo_inertia(pi)
 
 
@@ -117,9 +148,10 @@ def pseudo_inertia_pivots(pi):
     positive definite: m, then the LDL^T pivots of the central second moment C = Sigma - h h^T / m.
 
     Use as constraints ``opti.subject_to(pseudo_inertia_pivots(pi) >= eps)`` (eps > 0 keeps a margin;
-    the pivots have the units of m and of Sigma, kg and kg m^2)."""
+    the pivots have the units of m and of Sigma, kg and kg m^2). Numbers are not checked: NaN in,
+    NaN out, and a massless body divides by zero."""
     numeric = is_numeric(pi)
-    x = ca.DM(np.asarray(pi, dtype=float).reshape(-1)) if numeric else pi
+    x = ca.DM(_floats("pseudo_inertia_pivots", pi, "10 parameters per body")) if numeric else pi
     out = []
     for j in range(x.numel() // 10):
         J = _pseudo_inertia(x[10 * j : 10 * j + 10])
@@ -148,11 +180,15 @@ def _log_cholesky_factor(theta):
 
 
 def log_cholesky_to_parameters(theta):
-    """pi (10 k) of log-Cholesky coordinates theta (10 k, any real numbers): J = U U^T per body.
+    """pi (10 k) of log-Cholesky coordinates theta (10 k real numbers): J = U U^T per body.
 
-    Numbers give numpy, casadi symbols a casadi column (smooth: exponentials and products)."""
+    Numbers give numpy, within the numeric range of the module docstring (else a ValueError naming
+    the body and coordinate); casadi symbols a casadi column (smooth: exponentials and products)."""
     numeric = is_numeric(theta)
-    x = ca.DM(np.asarray(theta, dtype=float).reshape(-1)) if numeric else theta
+    if numeric:
+        theta = _floats("log_cholesky_to_parameters", theta, "10 log-Cholesky coordinates per body")
+        _check_log_cholesky(theta)
+    x = ca.DM(theta) if numeric else theta
     if x.numel() % 10:
         raise ValueError(f"log-Cholesky coordinates come in groups of 10 per body; got {x.numel()} numbers")
     pi = []
@@ -161,6 +197,16 @@ def log_cholesky_to_parameters(theta):
         pi.append(parameters_from_pseudo_inertia(ca.mtimes(U, U.T)))
     pi = ca.vertcat(*pi)
     return np.asarray(pi.full()).reshape(-1) if numeric else pi
+
+
+def _check_log_cholesky(theta, what="log_cholesky_to_parameters"):
+    for k, x in enumerate(theta[: theta.size - theta.size % 10]):
+        name, bound = LOG_CHOLESKY_NAMES[k % 10], LOG_RANGE if k % 10 < 4 else OFFSET_RANGE
+        if not abs(x) <= bound:  # NaN fails too
+            raise ValueError(
+                f"{what}: body {k // 10} has {name} = {float(x)!r} (entry {k}); expected a finite "
+                f"number within +-{bound:g}, beyond which the parameters overflow (casrbd.parameters, numeric range)"
+            )
 
 
 def inconsistent_bodies(model, pi, tol=0.0):
@@ -187,8 +233,9 @@ def require_consistent(model, pi, what="pi", tol=0.0):
 
 
 def parameters_to_log_cholesky(model, pi):
-    """theta (10 njoints) of a model's numeric pi, every body physically consistent (else a ValueError
-    naming the body): U is the upper-triangular factor of J = U U^T (Cholesky of J reversed)."""
+    """theta (10 njoints) of a model's numeric pi, every body physically consistent and theta within
+    the numeric range of the module docstring (else a ValueError naming the body): U is the
+    upper-triangular factor of J = U U^T (Cholesky of J reversed)."""
     require_consistent(model, pi, "parameters_to_log_cholesky")
     out = []
     flip = np.eye(4)[::-1]
@@ -197,7 +244,9 @@ def parameters_to_log_cholesky(model, pi):
         U = flip @ L @ flip
         e = U[3, 3]
         out.append([np.log(e), *np.log(np.diag(U)[:3] / e), U[0, 1] / e, U[1, 2] / e, U[0, 2] / e, *(U[:3, 3] / e)])
-    return np.concatenate(out)
+    theta = np.concatenate(out)
+    _check_log_cholesky(theta, "parameters_to_log_cholesky")  # pi beyond the range the inverse map covers
+    return theta
 
 
 def with_parameters(model, pi, consistent=True):

@@ -149,6 +149,51 @@ def test_single_call_arguments_of_any_form_or_a_clear_error():
     assert rel_err(f(q, v, tau), ref) < TOL  # nothing above reached the buffer
 
 
+def test_assigning_an_input_copies_it_in_and_assigning_an_output_raises():
+    """f.q = q and f.inputs["q"] = q reach the compiled code (checked as a call's arguments); an output
+    or an unknown name cannot be assigned, so that nothing is silently ignored."""
+    model = get_model("arm7")
+    f = fast.function(model, "aba", chunk=CHUNK)
+    rng = np.random.default_rng(8)
+    for k in range(3):
+        q, v, tau, _ = random_state(model, rng)
+        bound = f.q
+        if k == 0:
+            f.q, f.v, f.tau = q, v, tau
+        elif k == 1:
+            f.inputs["q"], f.inputs["v"], f.inputs["tau"] = list(q), tuple(v), ca.DM(tau)
+        else:
+            v = v.astype(np.float32).astype(float)  # the value a float32 array holds
+            f.q, f.v, f.tau = q.reshape(7, 1), v.astype(np.float32), tau
+        assert f.q is bound  # the array bound to the buffer, not a new one
+        f.evaluate()
+        assert rel_err(f.a, casrbd.aba(model, q, v, tau)) < TOL
+    a = f.a.copy()
+    for assign, error, message in (
+        (lambda: setattr(f, "a", np.zeros(7)), AttributeError, "'a' is an output, written by evaluate"),
+        (lambda: f.outputs.__setitem__("a", np.zeros(7)), AttributeError, "'a' is an output"),
+        (lambda: setattr(f, "Q", q), AttributeError, r"no argument 'Q' to assign; inputs \['q', 'v', 'tau'\]"),
+        (lambda: f.inputs.__setitem__("Q", q), KeyError, r"no input 'Q'; its inputs are \['q', 'v', 'tau'\]"),
+        (lambda: setattr(f, "q", q[:6]), ValueError, r"argument 'q' must have shape \(7,\), got shape \(6,\)"),
+        (lambda: setattr(f, "tau", "abc"), ValueError, "argument 'tau' must be numbers"),
+        (lambda: setattr(f, "v", None), ValueError, r"argument 'v' must have shape \(7,\)"),
+    ):
+        with pytest.raises(error, match=message):
+            assign()
+    f.evaluate()
+    assert np.array_equal(f.a, a)  # no refused assignment reached the buffer
+
+
+def test_assigning_a_matrix_input():
+    """A matrix input (f_ext, 6 x njoints) assigned as an (m, n) array lands in column-major memory."""
+    model = get_model("arm7")
+    f = fast.function(model, "rnea", chunk=CHUNK, f_ext=True)
+    q, v, a, F = random_state(model, np.random.default_rng(9))
+    f.q, f.v, f.a, f.f_ext = q, v, a, F
+    f.evaluate()
+    assert rel_err(f.tau, casrbd.rnea(model, q, v, a, F)) < TOL
+
+
 def test_batch_arguments_or_a_clear_error():
     model = get_model("arm7")
     B = fast.batch(model, "aba", chunk=CHUNK)

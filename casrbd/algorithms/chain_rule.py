@@ -39,4 +39,5 @@ def rnea_derivatives(model, q, v, a, f_ext=None):
             df_dq[p] = df_dq[p] + X.act_force(df_dq[i] + columns(model, i, ca.mtimes(force_bar_matrix(f[i]), S)))
             df_dv[p] = df_dv[p] + X.act_force(df_dv[i])
             f[p] = f[p] + X.act_force(f[i])
-    return ca.vertcat(*dtau_dq), ca.vertcat(*dtau_dv), crba(model, q)
+    empty = ca.DM(0, model.nv)  # the shape without joints (vertcat of nothing is 0 x 1)
+    return ca.vertcat(empty, *dtau_dq), ca.vertcat(empty, *dtau_dv), crba(model, q)

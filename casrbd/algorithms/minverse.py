@@ -28,6 +28,8 @@ def minv_product(model, art, B, upper=False):
     (rows of joint i on columns idx_v(i) on, since in tree order a subtree
     follows its root) and mirrored."""
     n, m = model.njoints, B.shape[1]
+    if not n:  # no joint: M^-1 B is 0 x m (vertcat of no rows would be 1 x 0)
+        return B[:0, :]
     P = [ca.DM(6, m) for _ in range(n)]
     u = [None] * n
     for i in reversed(range(n)):

@@ -28,6 +28,9 @@ from ..algorithms.passes.articulated import singular_joints
 from ..model import Body, Frame, Model
 from ..spatial import SE3, Inertia
 
+# the numbers that enter the dynamics (kg, m, kg m^2, rad, m/s^2) may be at most this large in
+# magnitude, a billion times any robot's: products of a few of them in the algorithms near overflow
+MAX_MAGNITUDE = 1e9
 # a principal moment may be this far below zero, relative to the largest one, as
 # exporters write five to seven significant digits ...
 ROUNDING = 1e-5

@@ -28,8 +28,21 @@ joint's frame, inertias in the joint's frame):
   the actuator's ``armature`` times its gear squared (MuJoCo adds both to M);
 - gravity is ``<option gravity>``, zero when gravity is disabled.
 
+Before MuJoCo: the document and every file it ``<include>``s (found as
+MuJoCo finds them: relative to the main file's folder, or to the current
+directory for a string) are read by ``loaders.xml`` (regular files only, so a
+FIFO cannot hang; UTF-8; no DOCTYPE/ENTITY; ``max_bytes`` for all of them
+together) and handed to MuJoCo as its assets, so that MuJoCo compiles exactly
+what was checked. After MuJoCo (``_check_numbers``): every number that
+enters the dynamics must be finite and at most ``MAX_MAGNITUDE`` (1e9, as in
+URDF) in magnitude, and every quaternion and hinge or slide axis of unit norm
+(MuJoCo normalises them, but leaves a degenerate one, of norm 1e-300 or
+overflowing, as it is), else an ``MJCFError`` names the body, joint, site or
+option and the file; MuJoCo itself only warns about a NaN, or says nothing.
+
 What the tree cannot represent is reported by an ``MJCFWarning`` naming the
-element (an ``MJCFError`` with ``strict=True``): tendons that act (stiffness,
+element (an ``MJCFError`` with ``strict=True``, as are MuJoCo's own compiler
+warnings): tendons that act (stiffness,
 damping, limits, friction, armature, actuated), equality constraints, joint
 springs, damping and dry friction, gravity compensation, fluid forces, mocap
 bodies (fixed at their pose in the file), flexes, plugins, armature on a free
@@ -46,13 +59,14 @@ states, accelerations and generalized forces between the two.
 """
 
 import os
+import pathlib
 import warnings
 
 import numpy as np
 
 from ..joints import FORMAT_TYPES, JOINT_TYPES, rotation_about
 from ..spatial import SE3, Inertia, quaternion_matrix
-from .builder import Connection, Link, LoadError, LoadWarning, build
+from .builder import MAX_MAGNITUDE, Connection, Link, LoadError, LoadWarning, build
 from .mujoco_state import from_mujoco_force, from_mujoco_state, to_mujoco_force, to_mujoco_state, velocity_map
 from .xml import MAX_BYTES, element_tree, read_text
 
@@ -81,12 +95,14 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
 
     A string is read as XML when it starts with ``<``, else as a path; the
     files a document includes, and its meshes, are found as MuJoCo finds them
-    (relative to a path's folder). Documents over ``max_bytes`` and DOCTYPE or
-    ENTITY declarations are refused before MuJoCo sees them (``loaders.xml``).
+    (relative to a path's folder). Documents and included files over
+    ``max_bytes`` in all, files that are not regular files and DOCTYPE or
+    ENTITY declarations are refused before MuJoCo sees them (``loaders.xml``);
+    non-finite or absurd numbers, after MuJoCo compiled them.
     Joints, bodies and sites keep their names (bodies and sites become frames);
     unnamed ones are called ``joint<k>``, ``body<k>``, ``site<k>`` after
     MuJoCo's index. ``strict``: raise ``MJCFError`` instead of warning for what
-    the model cannot represent. Raises ``MJCFError`` (with MuJoCo's message)
+    the model cannot represent and for MuJoCo's compiler warnings. Raises ``MJCFError`` (with MuJoCo's message)
     for a file MuJoCo rejects, ``OSError`` for a path that cannot be read and
     ``ImportError`` when MuJoCo is not installed."""
     text, where = read_text(source, max_bytes, "MJCF", MJCFError)
@@ -97,9 +113,13 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
     is_path = not isinstance(source, (bytes, bytearray)) and not (
         isinstance(source, str) and source.lstrip("\ufeff").lstrip().startswith("<")
     )
-    mj, m, notes = _compile(text, where if is_path else None, where)
+    assets = _included(root, os.path.dirname(where) if is_path else "", where, max_bytes, len(text.encode()))
+    mj, m, notes = _compile(text, where if is_path else None, where, assets)
+    if strict and notes:
+        raise MJCFError(f"{where}: " + "; ".join(notes))
     name = root.get("model") or (os.path.splitext(os.path.basename(where))[0] if is_path else "mjcf")
     kinds = _Kinds(mj)
+    _check_numbers(kinds, m, where)
     links, connections = _tree(kinds, m, notes)
     unsupported = _unsupported(kinds, m)
     if strict and unsupported:
@@ -113,9 +133,34 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
     return model
 
 
-def _compile(text, path, where):
+def _included(root, folder, where, max_bytes, size):
+    """{file attribute: bytes} of every document ``<include>``d, directly or not, each read and parsed as
+    the main one; ``folder``: where MuJoCo looks for them (the main file's, "" for the current one);
+    ``size``: the main document's bytes, counted with the included ones against ``max_bytes``. A file
+    is read once, which also ends an include cycle (MuJoCo then reports it)."""
+    assets, pending = {}, [(root, where)]
+    while pending:
+        document, parent = pending.pop()
+        for element in document.iter("include"):
+            name = element.get("file")
+            if not name or name in assets:  # no file attribute: MuJoCo's error says so
+                continue
+            try:
+                text, path = read_text(pathlib.Path(folder, name), max_bytes, "MJCF", MJCFError)
+            except OSError as e:
+                raise MJCFError(f"{parent}: <include file={name!r}> cannot be read: {e}") from None
+            assets[name] = text.encode("utf-8")
+            size += len(assets[name])
+            if size > max_bytes:
+                raise MJCFError(f"{where}: with the files it includes, larger than the limit of {max_bytes} bytes")
+            pending.append((element_tree(text, path, MJCFError), path))
+    return assets
+
+
+def _compile(text, path, where, assets):
     """(mujoco, the compiled mjModel, MuJoCo's warnings): from the path when there is one, so that
-    MuJoCo finds included files and meshes beside it; MuJoCo's errors raise MJCFError."""
+    MuJoCo finds meshes beside it, with the included files as checked (``assets``); MuJoCo's errors
+    raise MJCFError."""
     try:
         import mujoco
     except ImportError as e:
@@ -126,7 +171,7 @@ def _compile(text, path, where):
     # unless a handler takes them (a process-wide setting, restored right after)
     mujoco.set_mju_user_warning(lambda message: notes.append(f"MuJoCo: {message.strip()}"))
     try:
-        m = mujoco.MjModel.from_xml_path(path) if path else mujoco.MjModel.from_xml_string(text)
+        m = mujoco.MjModel.from_xml_path(path, assets) if path else mujoco.MjModel.from_xml_string(text, assets)
     except Exception as e:  # MuJoCo raises ValueError naming the element and line at fault
         raise MJCFError(f"{where}: MuJoCo rejected it: {str(e).strip()}") from None
     finally:
@@ -144,6 +189,58 @@ class _Kinds:
         self.TRN_JOINT, self.TRN_TENDON = int(mj.mjtTrn.mjTRN_JOINT), int(mj.mjtTrn.mjTRN_TENDON)
         self.no_gravity = int(mj.mjtDisableBit.mjDSBL_GRAVITY)
         self.equality = {int(v): k.replace("mjEQ_", "").lower() for k, v in mj.mjtEq.__members__.items()}
+
+
+# a quaternion or axis that MuJoCo normalised is of unit norm to rounding; one it could not normalise
+# (norm below its mjMINVAL, or overflowing) is left as it was in the file
+UNIT_ROUNDING = 1e-6
+
+
+def _check_numbers(kinds, m, where):
+    """Every compiled number that enters the dynamics finite and within MAX_MAGNITUDE, quaternions
+    and hinge and slide axes of unit norm; else an MJCFError naming the element and the value."""
+    body = [m.body(b).name or f"body{b}" for b in range(m.nbody)]
+    joint = [m.joint(j).name or f"joint{j}" for j in range(m.njnt)]
+    site = [m.site(k).name or f"site{k}" for k in range(m.nsite)]
+    screw = [j for j in range(m.njnt) if int(m.jnt_type[j]) in (kinds.HINGE, kinds.SLIDE)]
+    limited = [j for j in range(m.njnt) if m.jnt_limited[j]]
+    armature = _armature(kinds, m)
+    bounded = (
+        ("body", body, "pos", m.body_pos),
+        ("body", body, "inertial pos (ipos)", m.body_ipos),
+        ("body", body, "mass", m.body_mass),
+        ("body", body, "principal moments of inertia", m.body_inertia),
+        ("joint", joint, "pos", m.jnt_pos),
+        ("joint", [joint[j] for j in screw], "ref", [m.qpos0[m.jnt_qposadr[j]] for j in screw]),
+        ("joint", [joint[j] for j in limited], "range", [m.jnt_range[j] for j in limited]),
+        ("joint", [joint[m.dof_jntid[i]] for i in range(m.nv)], "armature (with its actuators')", armature),
+        ("site", site, "pos", m.site_pos),
+        ("option", ["gravity"], "value", [m.opt.gravity]),
+    )
+    for kind, names, what, rows in bounded:
+        for name, x in zip(names, rows):
+            x = np.asarray(x, dtype=float).reshape(-1)
+            if not np.all(np.abs(x) <= MAX_MAGNITUDE):  # NaN fails too
+                raise MJCFError(
+                    f"{where}: {kind} {name!r} has {what} {x.tolist()}; finite numbers expected, "
+                    f"none beyond {MAX_MAGNITUDE:g} in magnitude"
+                )
+    unit = (
+        ("body", body, "quat", m.body_quat),
+        ("body", body, "inertial quat (iquat)", m.body_iquat),
+        ("joint", [joint[j] for j in screw], "axis", [m.jnt_axis[j] for j in screw]),
+        ("site", site, "quat", m.site_quat),
+    )
+    for kind, names, what, rows in unit:
+        for name, x in zip(names, rows):
+            x = np.asarray(x, dtype=float).reshape(-1)
+            norm = np.linalg.norm(x) if np.all(np.isfinite(x)) else np.nan
+            if not abs(norm - 1) <= UNIT_ROUNDING:
+                raise MJCFError(
+                    f"{where}: {kind} {name!r} has {what} {x.tolist()} of norm {norm:.3g} after MuJoCo's compiler, "
+                    f"which normalises every quaternion and axis it can: it has no direction (degenerate or not "
+                    f"finite in the file)"
+                )
 
 
 def _rotation(quat_wxyz):

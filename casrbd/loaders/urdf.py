@@ -31,7 +31,7 @@ import numpy as np
 
 from ..joints import FORMAT_TYPES, JOINT_TYPES, FreeFlyer, Screw
 from ..spatial import SE3, Inertia
-from .builder import Connection, Link, LoadError, LoadWarning, build
+from .builder import MAX_MAGNITUDE, Connection, Link, LoadError, LoadWarning, build
 from .xml import MAX_BYTES, element_tree, read_text
 
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
@@ -50,10 +50,8 @@ _SCHEMA = {
     "limit": (dict.fromkeys(("lower", "upper", "effort", "velocity"), 1), set()),
     "mimic": ({"joint": 0, "multiplier": 1, "offset": 1}, set()),
 }
-# the numbers of these elements enter the dynamics; beyond this magnitude (kg, m, kg m^2, rad), a
-# billion times any robot's, products of a few of them in the algorithms near overflow
+# the numbers of these elements enter the dynamics, bounded by MAX_MAGNITUDE (builder)
 _BOUNDED = ("origin", "mass", "inertia", "axis")
-MAX_MAGNITUDE = 1e9
 _URDF_TYPES = tuple(FORMAT_TYPES["urdf"])
 # an axis whose norm is this close to 1 is a unit axis written with few digits, normalised silently
 AXIS_ROUNDING = 1e-3

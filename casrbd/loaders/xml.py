@@ -1,4 +1,8 @@
-"""Reading robot description documents safely: a size limit, UTF-8 text, and no DOCTYPE.
+"""Reading robot description documents safely: regular files only, a size limit, UTF-8 text, and
+no DOCTYPE.
+
+A path is opened without blocking and must be a regular file: a FIFO (which would block until some
+writer appears), a device or a directory is refused before anything is read.
 
 Entity expansion is a denial-of-service and file-disclosure vector, and no
 robot format needs it: a DOCTYPE or ENTITY declaration is refused before any
@@ -8,6 +12,7 @@ a DOCTYPE (ElementTree's own parser hides these hooks).
 
 import os
 import re
+import stat
 import xml.etree.ElementTree as ET
 import xml.parsers.expat as expat
 
@@ -32,14 +37,27 @@ def read_text(source, max_bytes, kind, error):
         data, where = bytes(source), f"{kind} bytes"
     else:
         where = os.fspath(source)
-        with open(where, "rb") as fh:
-            data = fh.read(max_bytes + 1)  # one byte more tells a file over the limit
+        data = _read_regular_file(where, max_bytes + 1, error)  # one byte more tells a file over the limit
     if len(data) > max_bytes:
         raise error(f"{where}: larger than the limit of {max_bytes} bytes (max_bytes)")
     try:
         return data.decode("utf-8-sig"), where
     except UnicodeDecodeError as e:
         raise error(f"{where}: not UTF-8 text: byte {data[e.start]:#04x} at offset {e.start}") from None
+
+
+def _read_regular_file(path, limit, error):
+    """At most ``limit`` bytes of a regular file; opened non-blocking so that a FIFO cannot hang."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "a device or socket"
+            raise error(f"{path}: not a regular file ({kind})")
+        with open(fd, "rb", closefd=False) as fh:
+            return fh.read(limit)
+    finally:
+        os.close(fd)
 
 
 def refuse_doctype(text, where, error):

@@ -53,7 +53,7 @@ def _anchor(entry, kind, anchor):
     shape = (3,) if kind == "3d" else (4, 4)
     try:
         x = np.asarray(anchor, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a Python int beyond float's range
         x = np.full(1, np.nan)
     if x.shape != shape or not np.all(np.isfinite(x)):
         raise ValueError(
@@ -73,10 +73,12 @@ def resolve_contacts(model, contacts):
         raise TypeError(f"contacts must be a sequence of (frame, '3d' | '6d') pairs, got {contacts!r}")
     out, seen = [], {}
     for entry in contacts:
-        if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) not in (2, 3):
+        if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
             raise ValueError(f"contact {entry!r}: expected (frame, '3d' | '6d') or (frame, type, anchor)")
+        if not isinstance(entry[0], (str, int, np.integer)):  # before a dict lookup (unhashable)
+            raise TypeError(f"contact {entry!r}: the frame must be a name or an index, got {type(entry[0]).__name__}")
         frame, kind = model.frame_index(entry[0]), entry[1]
-        if kind not in TYPES:
+        if not isinstance(kind, str) or kind not in TYPES:
             raise ValueError(f"contact {entry!r}: unknown type {kind!r}; valid: '3d', '6d'")
         name = model.frames[frame].name
         if frame in seen:
@@ -87,14 +89,19 @@ def resolve_contacts(model, contacts):
     return ContactSet(out)
 
 
-def _number(what, low=0.0, high=np.inf):
+# the largest gain or damping accepted: a time constant of a microsecond (kp = 1e12 / s^2) is far
+# beyond any contact model, and products with states and inertias stay within float's range
+MAX_GAIN = 1e12
+
+
+def _number(what, low=0.0, high=MAX_GAIN):
     def resolve(model, value):
         try:
             x = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{what} must be a number, got {value!r}") from None
-        if not low <= x <= high:
-            raise ValueError(f"{what} must be in [{low}, {high}], got {value!r}")
+        if not low <= x <= high:  # NaN and infinities fail too
+            raise ValueError(f"{what} must be a finite number in [{low:g}, {high:g}], got {value!r}")
         return x
 
     return Option(0.0, resolve=resolve)

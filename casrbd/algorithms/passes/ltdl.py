@@ -60,6 +60,8 @@ def inverse(model, f):
 
 def solve(model, f, B):
     """M^-1 B for an nv x m matrix B, row by row."""
+    if not model.nv:  # no joint: B is 0 x m, and so is M^-1 B (vertcat of no rows would be 0 x 1)
+        return B
     Y = [B[i, :] for i in range(model.nv)]
     for i in reversed(range(model.nv)):  # L^T y = b, leaves to root
         for j in ancestors(model, i):

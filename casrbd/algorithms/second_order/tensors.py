@@ -66,4 +66,5 @@ def rnea_second_order_derivatives(model, q, v, a, f_ext=None):
             )
             for out, T in zip(rows, blocks):
                 out.append(ca.vec(T).T)
-    return tuple(ca.vertcat(*r) for r in rows)
+    empty = ca.DM(0, model.nv**2)  # the shape without joints (vertcat of nothing is 0 x 1)
+    return tuple(ca.vertcat(empty, *r) for r in rows)
