@@ -77,8 +77,9 @@ def aba_derivatives(model, q, v, tau, f_ext=None, method="idsva", minv_product="
 
 
 def aba_jacobian(model, q, v, tau, f_ext=None, method="idsva", minv_product="ltdl", out=None):
-    """The blocks of d a / d inputs at the Function's nominal output ``out["a"]`` (not recomputed)."""
-    a = out["a"]
+    """The blocks of d a / d inputs at the Function's nominal output ``out["a"]`` where casadi hands it
+    (else aba is run)."""
+    a = aba(model, q, v, tau, f_ext) if out is None else out["a"]
     d_dq, d_dv, Minv = aba_derivatives(model, q, v, tau, f_ext, method, minv_product, a)
     blocks = {("a", "q"): d_dq, ("a", "v"): d_dv, ("a", "tau"): Minv}
     if f_ext is not None:  # a = M^-1 (tau - ...) + M^-1 sum J_i^T f_i

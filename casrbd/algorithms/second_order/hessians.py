@@ -223,8 +223,8 @@ def rnea_second_order_adjoint(model, q, v, a, lam, f_ext=None, out=None):
 def aba_second_order_adjoint(model, q, v, tau, lam, f_ext=None, out=None):
     """(gradient, jacobian) of lam^T aba as ``spec.SecondOrderAdjoint`` defines them: the dicts of
     ``aba_adjoint`` ({"q", "v", "tau", "f_ext"}) and ``aba_adjoint_jacobian``, at the Function's
-    nominal output a = out["a"] (not recomputed)."""
-    a = out["a"]
+    nominal output a = out["a"] where casadi hands it (else aba is run)."""
+    a = None if out is None else out["a"]
     g = aba_adjoint(model, q, v, tau, lam, f_ext, a)
     jacobian = aba_adjoint_jacobian(model, q, v, tau, lam, f_ext, a)
     return _second_order_adjoint(g, jacobian, ("q", "v", "tau"), f_ext)
