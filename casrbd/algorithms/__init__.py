@@ -11,6 +11,7 @@ from . import (
     configuration,
     contact,
     contact_derivatives,
+    contact_hessians,
     crba,
     derivatives,
     frame_motion,
@@ -30,5 +31,5 @@ SPECS = {
 }
 for _jacobian in derivatives.JACOBIANS + contact_derivatives.JACOBIANS + centroidal.JACOBIANS:
     SPECS[_jacobian.of] = SPECS[_jacobian.of]._replace(jacobian=_jacobian)
-for _adjoint in derivatives.SECOND_ORDER:
+for _adjoint in derivatives.SECOND_ORDER + contact_hessians.SECOND_ORDER:
     SPECS[_adjoint.of] = SPECS[_adjoint.of]._replace(hessian=_adjoint)
