@@ -39,7 +39,7 @@ from ..spec import SecondOrderAdjoint
 from . import contact as ct
 from . import contact_derivatives as cd
 from .configuration import integrate
-from .hessians import chart_term, rnea_hessian
+from .hessians import chart_term, rnea_adjoint, rnea_hessian
 
 LWA = "local_world_aligned"
 
@@ -47,10 +47,11 @@ LWA = "local_world_aligned"
 
 
 @per_model
-def kinematic_hessian(model, contacts, reference, kp, kd, impulse):
-    """SX Function (q, v, a, lam, nu, w) -> the Hessian of nu^T c(q (+) delta, v, a) + w^T R(q (+)
-    delta) lam in (delta, v, a, lam) at delta = 0: c the contact acceleration error (or, for
-    impulses, the contact velocity J v, and a unused); the R term only for world axes."""
+def kinematic_derivatives(model, contacts, reference, kp, kd, impulse):
+    """SX Functions (q, v, a, lam, nu, w) -> the gradient, and the Hessian, of nu^T c(q (+) delta, v,
+    a) + w^T R(q (+) delta) lam in (delta, v, a, lam) at delta = 0: c the contact acceleration
+    error (for impulses the contact velocity J v, and a unused); the R term only for world axes.
+    Two Functions, so that a caller of the gradient alone does not evaluate the Hessian."""
     nc = sum(c.rows for c in contacts)
     q, d = ca.SX.sym("q", model.nq), ca.SX.sym("d", model.nv)
     v, a = ca.SX.sym("v", model.nv), ca.SX.sym("a", model.nv)
@@ -67,17 +68,24 @@ def kinematic_hessian(model, contacts, reference, kp, kd, impulse):
     s = ca.dot(nu, c)
     if reference == LWA:
         s = s + ca.dot(w, ct.in_reference(contacts, kin.fm, lam, reference))
-    H = ca.hessian(s, ca.vertcat(d, v, a, lam))[0]
-    at_zero = ca.Function("h", [q, d, v, a, lam, nu, w], [H])(q, ca.DM.zeros(model.nv), v, a, lam, nu, w)
-    return ca.Function("contact_kinematics_hessian", [q, v, a, lam, nu, w], [at_zero])
+    H, g = ca.hessian(s, ca.vertcat(d, v, a, lam))
+    at_zero = ca.Function("at_zero", [q, d, v, a, lam, nu, w], [g, H])(q, ca.DM.zeros(model.nv), v, a, lam, nu, w)
+    args = [q, v, a, lam, nu, w]
+    return tuple(ca.Function(f"contact_kinematics_{n}", args, [x]) for n, x in zip(("gradient", "hessian"), at_zero))
 
 
-def kinematic_blocks(model, contacts, reference, kp, kd, impulse, q, v, a, lam, nu, w):
-    """{(row, column): block} of ``kinematic_hessian`` for row, column in "q", "v", "a", "lam"."""
-    H = kinematic_hessian(model, contacts, reference, kp, kd, impulse)(q, v, a, lam, nu, w)
-    n, nc = model.nv, lam.shape[0]
-    cuts = {"q": slice(0, n), "v": slice(n, 2 * n), "a": slice(2 * n, 3 * n), "lam": slice(3 * n, 3 * n + nc)}
-    return {(r, s): H[cuts[r], cuts[s]] for r in cuts for s in cuts}
+def _cut(model, nc):
+    n = model.nv
+    return {"q": slice(0, n), "v": slice(n, 2 * n), "a": slice(2 * n, 3 * n), "lam": slice(3 * n, 3 * n + nc)}
+
+
+def kinematic_terms(model, options, impulse, q, v, a, lam, nu, w):
+    """({row: gradient part}, {(row, column): Hessian block}) of ``kinematic_derivatives``, for row,
+    column in "q", "v", "a", "lam"; ``options`` (contacts, reference, kp, kd)."""
+    gradient, hessian = kinematic_derivatives(model, *options, impulse)
+    g, H = gradient(q, v, a, lam, nu, w), hessian(q, v, a, lam, nu, w)
+    cuts = _cut(model, lam.shape[0])
+    return {r: g[cuts[r]] for r in cuts}, {(r, s): H[cuts[r], cuts[s]] for r in cuts for s in cuts}
 
 
 # ---------------------------------------------------------------- the adjoint KKT system
@@ -135,14 +143,18 @@ def assemble(model, names, L, X, Y, g_q):
     return out
 
 
-def first_order_blocks(names, lam_keys, jac_out, ws):
-    """The gradient {x: sum_k y_k,x^T w_k} and the multipliers' blocks {(x, lam_k): y_k,x^T}."""
-    gradient, blocks = {}, {}
-    for x in names:
-        gradient[x] = ca.mtimes(jac_out[lam_keys[0], x].T, ws[0]) + ca.mtimes(jac_out[lam_keys[1], x].T, ws[1])
-        for k in lam_keys:
-            blocks[x, k] = jac_out[k, x].T
-    return gradient, blocks
+def multiplier_blocks(names, lam_keys, jacobians):
+    """{(x, lam_k): y_k,x^T}: the adjoint's derivatives by the multipliers, the first order transposed."""
+    return {(x, k): jacobians[k, x].T for x in names for k in lam_keys}
+
+
+def world_jacobians(contacts, kin, lam, local, out_name, names, reference):
+    """The first-order Jacobians of the outputs: ``local`` with the forces ``out_name`` in ``reference``."""
+    out = dict(local)
+    if reference == LWA and contacts:
+        turned = cd.world_aligned(contacts, kin, lam, local[out_name, "q"], [local[out_name, x] for x in names[1:]])
+        out.update({(out_name, x): m for x, m in zip(names, turned)})
+    return out
 
 
 # ---------------------------------------------------------------- constraint dynamics
@@ -152,26 +164,27 @@ def constraint_dynamics_second_order_adjoint(
     model, q, v, tau, lam, nominal, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0
 ):
     """(gradient, jacobian) of w1^T ddq + w2^T lambda_c, ``spec.SecondOrderAdjoint``'s, at the nominal
-    (ddq, lambda_c); lam = (w1, w2)."""
+    (ddq, lambda_c); lam = (w1, w2). The gradient is L_x = F_x + nu^T g_x, O(n) past the solve for nu."""
     (w1, w2), (ddq, lam_out) = lam, nominal
     kin0 = ct.contact_kinematics(model, q, v, None, contacts)
     lam_c = local_forces(contacts, kin0.fm, lam_out, reference)
     dl = ct.delassus(model, q, kin0.J, damping)
+    nu1, nu2 = adjoint_multipliers(model, dl, w1, local_forces(contacts, kin0.fm, w2, reference))
+    f_ext = cd.contact_forces(model, contacts, lam_c)
+    options = (contacts, reference, kp, kd)
+    Kg, K = kinematic_terms(model, options, False, q, v, ddq, lam_c, nu2, w2)
+    r_q, r_v, _, _ = rnea_adjoint(model, q, v, ddq, nu1, f_ext)
+    gradient = {"q": r_q + Kg["q"], "v": r_v + Kg["v"], "tau": -nu1}
+    # the first-order solution derivatives y_x at the nominal solution
+    names, outs = ("q", "v", "tau"), ("ddq", "lambda_c")
     kin, d = cd.local_constraint_derivatives(model, q, v, ct.Solution(kin0, dl, ddq, lam_c), contacts, kp, kd)
-    names, lam_keys = ("q", "v", "tau"), ("lam_ddq", "lam_lambda_c")
-    local = dict(zip([(y, x) for y in ("ddq", "lambda_c") for x in names], d))
-    out = dict(local)
-    if reference == LWA and contacts:
-        turned = cd.world_aligned(
-            contacts, kin, lam_c, local["lambda_c", "q"], (local["lambda_c", "v"], local["lambda_c", "tau"])
-        )
-        out.update({("lambda_c", x): m for x, m in zip(names, turned)})
-    jac_out = {(k, x): out[y, x] for k, y in zip(lam_keys, ("ddq", "lambda_c")) for x in names}
-    gradient, blocks = first_order_blocks(names, lam_keys, jac_out, (w1, w2))
-    w_local = local_forces(contacts, kin.fm, w2, reference)  # R^T w2: F's derivative by lambda
-    nu1, nu2 = adjoint_multipliers(model, dl, w1, w_local)
-    H_qq, H_qv, H_vv, H_qa, H_qf = rnea_hessian(model, q, v, ddq, nu1, cd.contact_forces(model, contacts, lam_c))
-    K = kinematic_blocks(model, contacts, reference, kp, kd, False, q, v, ddq, lam_c, nu2, w2)
+    local = dict(zip([(y, x) for y in outs for x in names], d))
+    jacobians = world_jacobians(contacts, kin, lam_c, local, "lambda_c", names, reference)
+    lam_keys = tuple("lam_" + y for y in outs)
+    blocks = multiplier_blocks(
+        names, lam_keys, {(k, x): jacobians[y, x] for k, y in zip(lam_keys, outs) for x in names}
+    )
+    H_qq, H_qv, H_vv, H_qa, H_qf = rnea_hessian(model, q, v, ddq, nu1, f_ext)
     P = force_map(model, contacts, lam_c.shape[0])
     L = {("q", "q"): H_qq + K["q", "q"], ("q", "v"): H_qv + K["q", "v"], ("v", "v"): H_vv + K["v", "v"]}
     X = {
@@ -195,25 +208,25 @@ def impulse_dynamics_second_order_adjoint(
     kin0 = ct.contact_kinematics(model, q, v, None, contacts)
     P_c = local_forces(contacts, kin0.fm, P_out, reference)
     dl = ct.delassus(model, q, kin0.J, damping)
-    imp = ct.Impulse(kin0, dl, v_plus, P_c)
-    kin, d = cd.local_impulse_derivatives(model, q, v, imp, contacts, restitution)
-    names, lam_keys = ("q", "v"), ("lam_dq_after", "lam_impulse_c")
-    local = dict(zip([(y, x) for y in ("dq_after", "impulse_c") for x in names], d))
-    out = dict(local)
-    if reference == LWA and contacts:
-        turned = cd.world_aligned(contacts, kin, P_c, local["impulse_c", "q"], (local["impulse_c", "v"],))
-        out.update({("impulse_c", x): m for x, m in zip(names, turned)})
-    jac_out = {(k, x): out[y, x] for k, y in zip(lam_keys, ("dq_after", "impulse_c")) for x in names}
-    gradient, blocks = first_order_blocks(names, lam_keys, jac_out, (w1, w2))
-    nu1, nu2 = adjoint_multipliers(model, dl, w1, local_forces(contacts, kin.fm, w2, reference))
-    zero = ca.DM.zeros(model.nv)
-    weightless = cd.weightless(model)
-    H_qq, _, _, H_qa, H_qf = rnea_hessian(weightless, q, zero, v_plus - v, nu1, cd.contact_forces(model, contacts, P_c))
-    w = v_plus + restitution * v
-    K = kinematic_blocks(model, contacts, reference, 0.0, 0.0, True, q, w, zero, P_c, nu2, w2)
-    Pm = force_map(model, contacts, P_c.shape[0])
+    nu1, nu2 = adjoint_multipliers(model, dl, w1, local_forces(contacts, kin0.fm, w2, reference))
+    zero, weightless = ca.DM.zeros(model.nv), cd.weightless(model)
+    f_ext = cd.contact_forces(model, contacts, P_c)
+    w = v_plus + restitution * v  # J w + mu P = 0
+    Kg, K = kinematic_terms(model, (contacts, reference, 0.0, 0.0), True, q, w, zero, P_c, nu2, w2)
+    r_q, _, r_a, _ = rnea_adjoint(weightless, q, zero, v_plus - v, nu1, f_ext)
+    gradient = {"q": r_q + Kg["q"], "v": -r_a + restitution * Kg["v"]}
+    names, outs = ("q", "v"), ("dq_after", "impulse_c")
+    kin, d = cd.local_impulse_derivatives(model, q, v, ct.Impulse(kin0, dl, v_plus, P_c), contacts, restitution)
+    local = dict(zip([(y, x) for y in outs for x in names], d))
+    jacobians = world_jacobians(contacts, kin, P_c, local, "impulse_c", names, reference)
+    lam_keys = tuple("lam_" + y for y in outs)
+    blocks = multiplier_blocks(
+        names, lam_keys, {(k, x): jacobians[y, x] for k, y in zip(lam_keys, outs) for x in names}
+    )
+    H_qq, _, _, H_qa, H_qf = rnea_hessian(weightless, q, zero, v_plus - v, nu1, f_ext)
+    P = force_map(model, contacts, P_c.shape[0])
     L = {("q", "q"): H_qq + K["q", "q"], ("q", "v"): -H_qa + restitution * K["q", "v"]}
-    X = {"q": ca.horzcat(H_qa + K["q", "v"], ca.mtimes(H_qf, Pm) + K["q", "lam"])}
+    X = {"q": ca.horzcat(H_qa + K["q", "v"], ca.mtimes(H_qf, P) + K["q", "lam"])}
     Y = {x: ca.vertcat(local["dq_after", x], local["impulse_c", x]) for x in names}
     blocks.update(assemble(model, names, L, X, Y, gradient["q"]))
     return gradient, blocks
