@@ -2,6 +2,7 @@
 
     python -m benchmarks.contact_hessians                           # solo12 4 feet 3-D, talos_reduced 2 feet 6-D
     python -m benchmarks.contact_hessians --cases solo12 --no-compile   # graph sizes only
+    python -m benchmarks.contact_hessians --o1-above 0                  # everything compiled with -O1
 
 Per case, at one random state, two SX Functions of (q, v, tau, w1, w2) (for impulses (q, v, w1, w2))
 returning the Hessian of w1^T out1 + w2^T out2 by the raw (q, v, tau), timed in casadi's VM and
@@ -15,7 +16,7 @@ compiled to C (``benchmarks.measure``; graphs above ``--o1-above`` instructions 
   (jacobian="ad"), the Hessian IPOPT's ``nlp_hess_l`` computes without it.
 
 The two are checked against each other (compiled against the VM too). Prints a table and writes
-results/contact_hessians.json. The target (issue 19): analytical at most 0.5x AD, compiled.
+results/contact_hessians.json and .md. The target (issue 19): analytical at most 0.5x AD, compiled.
 """
 
 import argparse
@@ -125,16 +126,23 @@ def main(argv=None):
     parser.add_argument("--cases", default="solo12,solo12-impulse,talos_reduced", help=f"of {sorted(CASES)}")
     parser.add_argument("--no-compile", action="store_true", help="graph sizes and VM times only")
     parser.add_argument("--o1-above", type=float, default=2e5, help="compile graphs above this size with -O1")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the report from the stored records")
     args = parser.parse_args(argv)
-    settings = Settings(o1_above=args.o1_above)
-    records = []
-    for case in args.cases.split(","):
-        rec = run(case, settings, not args.no_compile)
-        print(json.dumps(rec), file=sys.stderr, flush=True)
-        records.append(rec)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "contact_hessians.json").write_text(json.dumps(records, indent=1))
-    print(report(records))
+    store = RESULTS / "contact_hessians.json"
+    if args.report_only:
+        records = json.loads(store.read_text())
+    else:
+        settings = Settings(o1_above=args.o1_above)
+        records = []
+        for case in args.cases.split(","):
+            rec = run(case, settings, not args.no_compile)
+            print(json.dumps(rec), file=sys.stderr, flush=True)
+            records.append(rec)
+        RESULTS.mkdir(exist_ok=True)
+        store.write_text(json.dumps(records, indent=1))
+    table = report(records)
+    (RESULTS / "contact_hessians.md").write_text(f"# Contact Hessians: analytical vs casadi's AD\n\n{table}\n")
+    print(table)
 
 
 if __name__ == "__main__":
