@@ -190,7 +190,7 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
             "jac_penalty": 0.5,
         }
         if second_order:
-            adjoint = _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, jac_options)
+            adjoint = _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, {**options, **jac_options})
             fopts["cache"] = {adjoint.name(): adjoint}
     return ca.Function(fname, args, outs, [a.name for a in inputs], [o.name for o in s.outputs], fopts)
 
@@ -221,20 +221,25 @@ def _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks):
     )
 
 
-def _second_order_adjoint(model, s, fname, inputs, args, nominal_outputs, extra, options):
-    """adj1_<fname>: lam^T d out / d inputs in raw coordinates, with the custom Jacobian
-    jac_adj1_<fname> (casadi's layout: blocks d adj_x / d (inputs, out, lam), then the nominal
-    adjoints as inputs) from the spec's second-order adjoint. For a configuration x with tangent map
+def _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, options):
+    """adj1_<fname>: sum_k lam_k^T d out_k / d inputs in raw coordinates, with the custom Jacobian
+    jac_adj1_<fname> (casadi's layout: blocks d adj_x / d (inputs, outs, lams), then the nominal
+    adjoints as inputs) from the spec's second-order adjoint, which gets the nominal outputs
+    ``nominal`` (symbols that casadi fills) as ``out``. For a configuration x with tangent map
     T(x): adj_x = T^T g_x, d adj_x / d x = T^T D_xx T + d(T(x)^T g)/dx at fixed g (the curvature of
-    the normalisation inside the joints; AD of T's few joint-local entries)."""
-    (out,), (nominal,) = s.outputs, nominal_outputs
-    sym = type(nominal)
-    lam = sym.sym("adj_" + out.name, nominal.shape)
-    gradient, jacobian = s.hessian.impl(
-        model, *args[: len(s.inputs)], lam=lam, **extra, **options, out={out.name: nominal}
-    )
+    the normalisation inside the joints; AD of T's few joint-local entries). A spec of several
+    outputs gets their multipliers as a tuple (``spec.SecondOrderAdjoint``)."""
+    sym = type(nominal[0])
+    lams = [sym.sym("adj_" + out.name, n.shape) for out, n in zip(s.outputs, nominal)]
+    out = {o.name: n for o, n in zip(s.outputs, nominal)}
+    lam, lam_keys = (lams[0], ["lam"]) if len(lams) == 1 else (tuple(lams), ["lam_" + o.name for o in s.outputs])
+    gradient, jacobian = s.hessian.impl(model, *args[: len(s.inputs)], lam=lam, **extra, **options, out=out)
     config = {a.name: tangent_map(model, x) for a, x in zip(inputs, args) if a.kind == "configuration"}
-    wrts = list(zip(inputs, args)) + [(None, nominal), (Arg("lam", "tangent"), lam)]
+    wrts = (
+        list(zip(inputs, args))
+        + [(None, n) for n in nominal]
+        + [(Arg(k, "tangent"), m) for k, m in zip(lam_keys, lams)]
+    )
     adjoints, blocks = [], []
     for a, x in zip(inputs, args):
         if a.name not in gradient and a.kind == "parameters":
@@ -253,19 +258,21 @@ def _second_order_adjoint(model, s, fname, inputs, args, nominal_outputs, extra,
                 curvature = ca.jacobian(ca.mtimes(config[a.name].T, G), x)
                 block = block + ca.substitute(curvature, G, g)
             blocks.append(block)
-    names_in = [a.name for a in inputs] + ["out_" + out.name, "adj_" + out.name]
+    names_in = (
+        [a.name for a in inputs] + ["out_" + out.name for out in s.outputs] + ["adj_" + out.name for out in s.outputs]
+    )
     names_out = ["adj_" + a.name for a in inputs]
     out_adjoints = [sym.sym("out_" + n, x.shape) for n, x in zip(names_out, args)]
     jac = ca.Function(
         "jac_adj1_" + fname,
-        args + [nominal, lam] + out_adjoints,
+        args + nominal + lams + out_adjoints,
         ca.cse(blocks),
         names_in + ["out_" + n for n in names_out],
         [f"jac_{n}_{m}" for n in names_out for m in names_in],
     )
     return ca.Function(
         "adj1_" + fname,
-        args + [nominal, lam],
+        args + nominal + lams,
         ca.cse(adjoints),
         names_in,
         names_out,

@@ -114,15 +114,17 @@ class Jacobian(NamedTuple):
 
 
 class SecondOrderAdjoint(NamedTuple):
-    """The second-order adjoint of the single-output Function ``of``, for casadi's reverse mode and
-    the exact Hessians built on it (``casrbd.functions`` installs it as ``adj1_<name>``).
+    """The second-order adjoint of the Function ``of``, for casadi's reverse mode and the exact
+    Hessians built on it (``casrbd.functions`` installs it as ``adj1_<name>``).
 
     ``impl(model, *inputs, lam, f_ext=None, out=None, **options)`` returns (gradient, jacobian)
     (``out``: the nominal outputs by name, as for ``Jacobian``): gradient
     {input name: lam^T d output / d input} (configuration inputs on the tangent space, nv
     entries); jacobian {(input name, wrt): d gradient[input] / d wrt} for wrt an input name or
-    "lam", configuration inputs moved along q (+) delta; missing blocks are zero. ``options``
-    select the method; they are the options of the spec's Jacobian."""
+    "lam", configuration inputs moved along q (+) delta; missing blocks are zero. With several
+    outputs, ``lam`` is the tuple of their multipliers (the gradient is that of sum_k lam_k^T
+    output_k) and wrt "lam_<output name>" names each multiplier.
+    ``options`` are the spec's options and those of its Jacobian."""
 
     of: str
     impl: Callable

@@ -33,6 +33,7 @@ from . import (
 )
 from .contact import derivatives as contact_derivatives
 from .contact import dynamics as contact_dynamics
+from .contact import hessians as contact_hessians
 from .second_order import derivatives as second_order_derivatives
 from .second_order import hessians
 
@@ -46,5 +47,5 @@ SPECS = {
 JACOBIANS = rnea_derivatives.JACOBIANS + aba_derivatives.JACOBIANS + contact_derivatives.JACOBIANS
 for _jacobian in JACOBIANS + centroidal.JACOBIANS:
     SPECS[_jacobian.of] = SPECS[_jacobian.of]._replace(jacobian=_jacobian)
-for _adjoint in hessians.SECOND_ORDER:
+for _adjoint in hessians.SECOND_ORDER + contact_hessians.SECOND_ORDER:
     SPECS[_adjoint.of] = SPECS[_adjoint.of]._replace(hessian=_adjoint)

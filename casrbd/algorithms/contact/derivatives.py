@@ -169,16 +169,24 @@ def world_aligned(contacts, kin, lam, d_dq, others):
     return (rotated[0] + ca.vertcat(ca.DM(0, d_dq.shape[1]), *turn), *rotated[1:])
 
 
-def constraint_dynamics_derivatives(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
-    """(dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau); d/dq on the tangent space."""
-    check_contacts(model, contacts, damping, kp)
-    sol = dynamics.solve(model, q, v, tau, contacts, kp, kd, damping)
+def local_constraint_derivatives(model, q, v, sol, contacts, kp, kd):
+    """(kin at ddq, (dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau)) at the solution
+    ``sol`` (its Delassus factors, ddq and local lambda), forces in local axes."""
     kin = dynamics.contact_kinematics(model, q, v, sol.ddq, contacts)
     dID_dq, dID_dv, _ = idsva(model, q, v, sol.ddq, contact_forces(model, contacts, sol.lam))
     dc_dq, dc_dv = constraint_derivatives(model, kin, contacts, kp, kd)
     dlam_dtau, dddq_dtau, MJt = _force_input(model, sol.dl)
     dlam_dq, dddq_dq = _kkt_free_flyers(model, q, sol.dl, dID_dq, dc_dq, MJt)
     dlam_dv, dddq_dv = _kkt(model, sol.dl, dID_dv, dc_dv)
+    return kin, (dddq_dq, dddq_dv, dddq_dtau, dlam_dq, dlam_dv, dlam_dtau)
+
+
+def constraint_dynamics_derivatives(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
+    """(dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau); d/dq on the tangent space."""
+    check_contacts(model, contacts, damping, kp)
+    sol = dynamics.solve(model, q, v, tau, contacts, kp, kd, damping)
+    kin, d = local_constraint_derivatives(model, q, v, sol, contacts, kp, kd)
+    dddq_dq, dddq_dv, dddq_dtau, dlam_dq, dlam_dv, dlam_dtau = d
     if reference == "local_world_aligned" and contacts:
         dlam_dq, dlam_dv, dlam_dtau = world_aligned(contacts, kin, sol.lam, dlam_dq, (dlam_dv, dlam_dtau))
     return dddq_dq, dddq_dv, dddq_dtau, dlam_dq, dlam_dv, dlam_dtau
@@ -195,6 +203,15 @@ def impulse_dynamics_derivatives(model, q, v, contacts, reference="local", resti
     (Pinocchio's ``computeImpulseDynamicsDerivatives`` stores dv+/dv - I.)"""
     check_contacts(model, contacts, damping, what="impulse_dynamics")
     imp = dynamics.solve_impulse(model, q, v, contacts, restitution, damping)
+    kin, (dvp_dq, dvp_dv, dP_dq, dP_dv) = local_impulse_derivatives(model, q, v, imp, contacts, restitution)
+    if reference == "local_world_aligned" and contacts:
+        dP_dq, dP_dv = world_aligned(contacts, kin, imp.P, dP_dq, (dP_dv,))
+    return dvp_dq, dvp_dv, dP_dq, dP_dv
+
+
+def local_impulse_derivatives(model, q, v, imp, contacts, restitution):
+    """(kin at v+ + r v, (dv+/dq, dv+/dv, dP/dq, dP/dv)) at the impulse ``imp`` (its Delassus factors,
+    v+ and local P), impulses in local axes."""
     w = imp.v_plus + restitution * v  # J w + mu P = 0
     kin = dynamics.contact_kinematics(model, q, w, None, contacts)
     dc_dq = ca.vertcat(
@@ -212,9 +229,7 @@ def impulse_dynamics_derivatives(model, q, v, contacts, reference="local", resti
         dvp_dv = ca.DM.eye(model.nv) + ca.mtimes(MJt, dP_dv)
     else:
         dP_dv, dvp_dv = ca.DM(0, model.nv), ca.DM.eye(model.nv)
-    if reference == "local_world_aligned" and contacts:
-        dP_dq, dP_dv = world_aligned(contacts, kin, imp.P, dP_dq, (dP_dv,))
-    return dvp_dq, dvp_dv, dP_dq, dP_dv
+    return kin, (dvp_dq, dvp_dv, dP_dq, dP_dv)
 
 
 def constraint_dynamics_jacobian(model, q, v, tau, out=None, **options):
