@@ -39,10 +39,13 @@ from .api import (
     rnea_hessian,
     rnea_second_order_derivatives,
 )
+from .expand import keep_analytical
 from .functions import SingularMassMatrixError, function
 from .loaders import LoadError, LoadWarning, MJCFError, MJCFWarning, URDFError, URDFWarning, load_mjcf, load_urdf
 from .model import Body, Frame, Model
 from .spatial import SE3, Inertia
+
+__version__ = "0.1.0"
 
 __all__ = [
     "SE3",
@@ -82,6 +85,7 @@ __all__ = [
     "impulse_dynamics",
     "impulse_dynamics_derivatives",
     "integrate",
+    "keep_analytical",
     "jacobian_center_of_mass",
     "joint_torque_regressor",
     "kinematics_derivatives",
