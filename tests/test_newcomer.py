@@ -8,7 +8,7 @@ import pytest
 import casrbd
 from casrbd.algorithms import SPECS
 from casrbd.expand import keep_analytical
-from casrbd.models import serial_chain
+from casrbd.models import load_robot, robot_path, serial_chain
 from casrbd.testing import rel_err
 
 # --- expand ------------------------------------------------------------------------------------------
@@ -58,3 +58,87 @@ def test_expand_keeps_the_analytical_jacobian_through_keep_analytical(wrong_aba_
     with pytest.warns(UserWarning, match=r"chain3_revolute_aba.*postpone_expand=True"):
         err, _ = _opti_jacobian({"expand": True, "postpone_expand": False})
     assert err < 1e-12
+
+
+# --- limits ------------------------------------------------------------------------------------------
+
+LIMITS = {"lower": "lowerPositionLimit", "upper": "upperPositionLimit"}
+TANGENT_LIMITS = {"velocity_limit": "velocityLimit", "effort_limit": "effortLimit"}
+
+
+def _pinocchio_limits(pm, name):
+    """Pinocchio's limit array, its largest double read as infinity (casrbd's "none")."""
+    x = np.array(getattr(pm, name), dtype=float)
+    x[np.abs(x) == np.finfo(float).max] *= np.inf
+    return x
+
+
+def check_limits_as_pinocchio(pin, name):
+    path, floating = robot_path(name)
+    model = load_robot(name)
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
+    assert pm.nv == model.nv
+    for ours, theirs in TANGENT_LIMITS.items():
+        np.testing.assert_array_equal(getattr(model, ours), _pinocchio_limits(pm, theirs), err_msg=ours)
+    compared = 0
+    for i, joint in enumerate(model.joints):
+        pj = pm.joints[pm.getJointId(model.names[i])]
+        if pj.nq != joint.nq:  # a continuous joint: (cos, sin) in Pinocchio, an angle here
+            continue
+        for ours, theirs in LIMITS.items():
+            np.testing.assert_array_equal(
+                getattr(model, ours)[model.q_slice(i)],
+                _pinocchio_limits(pm, theirs)[pj.idx_q : pj.idx_q + pj.nq],
+                err_msg=f"{ours} of {model.names[i]}",
+            )
+        compared += 1
+    assert compared > 0
+
+
+@pytest.mark.parametrize("name", ["panda", "solo12", "ur5"])
+def test_urdf_limits_are_pinocchios(pin, name):
+    check_limits_as_pinocchio(pin, name)
+
+
+MJCF_LIMITS = """
+<mujoco>
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="a">
+      <joint name="hinge" type="hinge" axis="0 0 1" range="-1 2" actuatorfrcrange="-3 5" actuatorfrclimited="true"/>
+      <geom size="0.1" mass="1"/>
+      <body name="b" pos="0 0 0.3">
+        <joint name="slide" type="slide" axis="1 0 0"/>
+        <geom size="0.1" mass="1"/>
+        <body name="c" pos="0 0 0.3">
+          <joint name="free_hinge" type="hinge" axis="0 1 0"/>
+          <geom size="0.1" mass="1"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="hinge" gear="10" ctrlrange="-1 1" ctrllimited="true"/>
+    <motor joint="slide" gear="-2" ctrlrange="-4 3" ctrllimited="true"/>
+    <position joint="slide" gear="3" kp="100" forcerange="-7 6" forcelimited="true"/>
+    <position joint="free_hinge" kp="100"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_mjcf_limits_follow_ranges_and_actuators():
+    """Effort limits: actuatorfrcrange caps the motor's 10 x 1 on the hinge; the slide's motor and
+    position actuator add up, |-2| x 4 + 3 x 7; the hinge driven by an unbounded position servo has none."""
+    pytest.importorskip("mujoco")
+    model = casrbd.load_mjcf(MJCF_LIMITS)
+    np.testing.assert_array_equal(model.lower, [-1, -np.inf, -np.inf])
+    np.testing.assert_array_equal(model.upper, [2, np.inf, np.inf])
+    np.testing.assert_array_equal(model.effort_limit, [5, 8 + 21, np.inf])
+    np.testing.assert_array_equal(model.velocity_limit, np.full(3, np.inf))
+
+
+def test_bad_limits_are_refused_by_name():
+    body = serial_chain(1).bodies[0]
+    with pytest.raises(ValueError, match=r"j0_revolute.*effort limit"):
+        casrbd.Model("m", [body._replace(effort_limit=[-1.0])])
