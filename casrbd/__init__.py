@@ -43,6 +43,7 @@ from .expand import keep_analytical
 from .functions import SingularMassMatrixError, function
 from .loaders import LoadError, LoadWarning, MJCFError, MJCFWarning, URDFError, URDFWarning, load_mjcf, load_urdf
 from .model import Body, Frame, Model
+from .models import load_robot
 from .spatial import SE3, Inertia
 
 __version__ = "0.1.0"
@@ -91,6 +92,7 @@ __all__ = [
     "kinematics_derivatives",
     "kinetic_energy_regressor",
     "load_mjcf",
+    "load_robot",
     "load_urdf",
     "minverse",
     "neutral",

