@@ -244,7 +244,10 @@ class Library:
         self.functions = {n: ca.external(n, str(path)) for n in names}
 
     def __getitem__(self, name):
-        return self.functions[name]
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise KeyError(f"library {self.path.name} holds no Function {name!r}; it holds {list(self.functions)}") from None
 
     def __iter__(self):
         return iter(self.functions.values())

@@ -2,13 +2,16 @@
 the model, the messages and the command line."""
 
 import os
+import sys
 
 import casadi as ca
 import numpy as np
 import pytest
 
 import casrbd
+from casrbd import codegen
 from casrbd.algorithms import SPECS
+from casrbd.cli import main
 from casrbd.expand import keep_analytical
 from casrbd.models import EXAMPLE_ROBOTS, example_robot_data_dir, load_robot, robot_path, serial_chain
 from casrbd.testing import rel_err
@@ -180,3 +183,41 @@ def test_a_bare_name_given_to_load_urdf_points_to_load_robot():
 def test_names_without_a_file_say_why():
     with pytest.raises(LookupError, match="SDF"):
         load_robot("cassie")
+
+
+# --- messages and the command line -------------------------------------------------------------------
+
+
+def test_version_on_the_command_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"casrbd {casrbd.__version__}"
+
+
+def test_info_lists_frames_and_limits(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    model = load_robot()
+    for frame in model.frames:
+        assert f"\n  {frame.name} " in out
+    assert "effort [N m or N]" in out
+
+
+def test_missing_mujoco_is_one_line_naming_the_extra(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco raises ImportError
+    path = tmp_path / "m.xml"
+    path.write_text(MJCF_LIMITS)
+    assert main(["info", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "casrbd[mjcf]" in err
+
+
+def test_a_library_lookup_lists_what_it_holds(tmp_path, monkeypatch):
+    monkeypatch.setenv("CASRBD_CACHE", str(tmp_path))
+    try:
+        codegen.find_compiler()
+    except codegen.CompilerNotFoundError:
+        pytest.skip("no C compiler")
+    lib = codegen.compile_functions([casrbd.function(serial_chain(2), "rnea")], flags=("-O0",))
+    with pytest.raises(KeyError, match=r"holds no Function 'aba'; it holds \['chain2_revolute_rnea'\]"):
+        lib["aba"]
