@@ -247,7 +247,8 @@ class Library:
         try:
             return self.functions[name]
         except KeyError:
-            raise KeyError(f"library {self.path.name} holds no Function {name!r}; it holds {list(self.functions)}") from None
+            names = list(self.functions)
+            raise KeyError(f"library {self.path.name} holds no Function {name!r}; it holds {names}") from None
 
     def __iter__(self):
         return iter(self.functions.values())
