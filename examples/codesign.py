@@ -19,6 +19,7 @@ at once finds a motion that needs smaller motors.
 import argparse
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -154,7 +155,7 @@ def report(r):
 def plot(r, path):
     co, seq = r["codesign"], r["sequential"]
     t = np.arange(len(co["q"])) * co["dt"]
-    ocp.plot_series(
+    common.plot_series(
         path,
         t,
         {"q [rad]": co["q"], "tau [Nm] co-design": co["tau"], "tau [Nm] sequential": seq["tau"]},
@@ -167,12 +168,16 @@ def main(argv=None):
     p.add_argument("--nodes", type=int, default=50, help="shooting intervals (default 50)")
     p.add_argument("--duration", type=float, default=1.2, help="seconds (default 1.2)")
     p.add_argument("--plot", metavar="PATH.png", help="write q and the torques over time")
+    p.add_argument("--html", metavar="PATH.html", help="write the co-designed motion as an HTML animation")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     r = run(args.nodes, args.duration, args.verbose)
     report(r)
     if args.plot:
         plot(r, args.plot)
+    if args.html:
+        t = np.linspace(0, args.duration, args.nodes + 1)
+        common.write_html(args.html, r["model"], t, r["codesign"]["q"])
     return 0 if r["codesign"]["stats"]["success"] else 1
 
 

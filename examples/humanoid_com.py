@@ -24,6 +24,7 @@ import argparse
 import warnings
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -159,7 +160,7 @@ def whole_body_residual(result):
 
 def plot(result, path):
     t = result["t"]
-    ocp.plot_series(
+    common.plot_series(
         path,
         t,
         {
@@ -170,8 +171,8 @@ def plot(result, path):
         title="talos weight shift (centroidal dynamics)",
     )
     picks = np.linspace(0, len(result["q"]) - 1, 3).round().astype(int)
-    ocp.plot_snapshots(
-        result["model"], result["q"][picks], ocp.snapshot_path(path), frames=result["feet"], planes=("yz", "xy")
+    common.plot_snapshots(
+        result["model"], result["q"][picks], common.snapshot_path(path), frames=result["feet"], planes=("yz", "xy")
     )
 
 
@@ -180,6 +181,7 @@ def main(argv=None):
     p.add_argument("--nodes", type=int, default=20, help="intervals over the 1.2 s motion (default 20)")
     p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
     p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
+    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(args.nodes, jacobian=args.jacobian, verbose=args.verbose)
@@ -188,6 +190,8 @@ def main(argv=None):
     print(f"whole-body check: largest base wrench {residual:.3g} (weight {result['model'].mass * 9.81:.1f} N)")
     if args.plot:
         plot(result, args.plot)
+    if args.html:
+        common.write_html(args.html, result["model"], result["t"], result["q"], "talos_reduced")
     return 0 if result["stats"]["success"] else 1
 
 

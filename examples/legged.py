@@ -17,6 +17,7 @@ the quaternion stays a unit quaternion.
 import argparse
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -153,7 +154,7 @@ def plot(result, path, snapshots=8):
     """Base height, joint torques and vertical foot forces over time at ``path``, and a
     stick-figure sequence at ``<path>_snapshots.png``."""
     t, q = result["t"], result["q"]
-    ocp.plot_series(
+    common.plot_series(
         path,
         t,
         {
@@ -165,10 +166,10 @@ def plot(result, path, snapshots=8):
     )
     picks = np.linspace(0, len(q) - 1, snapshots).round().astype(int)
     phase = ["stance" if k == len(q) - 1 or result["contact"][k] else "flight" for k in picks]
-    ocp.plot_snapshots(
+    common.plot_snapshots(
         result["model"],
         q[picks],
-        ocp.snapshot_path(path),
+        common.snapshot_path(path),
         frames=result["feet"],
         title="solo12 jump",
         planes=("xz",),
@@ -189,6 +190,7 @@ def main(argv=None):
         "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
     )
     p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
+    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
@@ -204,6 +206,8 @@ def main(argv=None):
     print(f"solo12 jump ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
     if args.plot:
         plot(result, args.plot)
+    if args.html:
+        common.write_html(args.html, result["model"], result["t"], result["q"], "solo12")
     return 0 if result["stats"]["success"] else 1
 
 

@@ -19,6 +19,7 @@ import sys
 import time
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -141,7 +142,7 @@ def summary(result):
 
 
 def plot(result, path, snapshots=6):
-    ocp.plot_series(
+    common.plot_series(
         path,
         result["t"],
         {
@@ -153,10 +154,10 @@ def plot(result, path, snapshots=6):
         title=f"{result['model'].name} MPC (closed loop)",
     )
     picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(
+    common.plot_snapshots(
         result["model"],
         result["q"][picks],
-        ocp.snapshot_path(path),
+        common.snapshot_path(path),
         frames=(result["tool"],),
         title=f"{result['model'].name} MPC: {snapshots} snapshots (light to dark)",
     )
@@ -179,6 +180,7 @@ def main(argv=None):
         "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
     )
     p.add_argument("--plot", metavar="PATH.png", help="write the closed loop and PATH_snapshots.png")
+    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = run(
@@ -196,6 +198,14 @@ def main(argv=None):
     )
     if args.plot:
         plot(result, args.plot)
+    if args.html:
+        common.write_html(
+            args.html,
+            result["model"],
+            result["t"],
+            result["q"],
+            result["model"].name if result["model"].name == "panda" else None,
+        )
     return 0 if all(s["success"] for s in result["solves"]) else 1
 
 

@@ -14,6 +14,7 @@ sum tau^2 dt.
 import argparse
 
 import casadi as ca
+import common
 import numpy as np
 
 from casrbd import load_urdf, ocp
@@ -109,7 +110,7 @@ def solve(
 
 
 def plot(result, path):
-    ocp.plot_series(
+    common.plot_series(
         path,
         result["t"],
         {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]},
@@ -130,6 +131,7 @@ def main(argv=None):
         "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
     )
     p.add_argument("--plot", metavar="PATH.png", help="write q, v and tau over time")
+    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
@@ -146,6 +148,14 @@ def main(argv=None):
     print(f"swing-up ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
     if args.plot:
         plot(result, args.plot)
+    if args.html:
+        common.write_html(
+            args.html,
+            result["model"],
+            result["t"],
+            result["q"],
+            "double_pendulum" if result["model"].name == "2dof_planar" else None,
+        )
     return 0 if result["stats"]["success"] else 1
 
 
