@@ -128,10 +128,7 @@ def main(argv=None):
         args.verbose,
         second_order=args.second_order,
     )
-    print(
-        f"arm point to point ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
-        f"{ocp.format_stats(result['stats'])}"
-    )
+    print(f"arm point to point ({result['model'].name}, {common.modes(args)}): {ocp.format_stats(result['stats'])}")
     if args.plot:
         plot(result, args.plot)
     if args.html:

@@ -44,6 +44,19 @@ def load_arm():
     return model, limits, ARM_TOOL[name]
 
 
+def modes(args):
+    """The derivative modes an example's command line chose, for its summary line."""
+    parts = [f"jacobian {args.jacobian}"]
+    if hasattr(args, "second_order"):
+        default = "analytical" if args.jacobian == "analytical" else "ad"
+        parts.append(f"second order {args.second_order or default}")
+    if hasattr(args, "hessian"):
+        parts.append(f"hessian {args.hessian}")
+    if getattr(args, "compiled", False):
+        parts.append("compiled NLP")
+    return ", ".join(parts)
+
+
 def write_html(path, model, t, q, robot=None):
     """An example's motion (times ``t``, configurations ``q``, one per row) as a self-contained HTML
     animation (``casrbd.viewer``) with the visuals of ``robot`` (a name or file; None: a stick figure)."""

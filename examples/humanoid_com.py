@@ -186,8 +186,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     result = solve(args.nodes, jacobian=args.jacobian, verbose=args.verbose)
     residual = np.abs(whole_body_residual(result)).max()
-    print(f"talos weight shift ({args.jacobian}): {ocp.format_stats(result['stats'])}")
-    print(f"whole-body check: largest base wrench {residual:.3g} (weight {result['model'].mass * 9.81:.1f} N)")
+    print(f"talos weight shift ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
+    print(
+        f"whole-body check: largest base wrench entry {residual:.3g} N or N m "
+        f"(weight {result['model'].mass * 9.81:.1f} N)"
+    )
     if args.plot:
         plot(result, args.plot)
     if args.html:

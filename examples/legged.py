@@ -203,7 +203,7 @@ def main(argv=None):
         hessian=args.hessian,
         verbose=args.verbose,
     )
-    print(f"solo12 jump ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
+    print(f"solo12 jump ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
     if args.plot:
         plot(result, args.plot)
     if args.html:

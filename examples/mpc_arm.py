@@ -193,9 +193,7 @@ def main(argv=None):
         args.verbose,
         second_order=args.second_order,
     )
-    print(
-        f"arm MPC ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): {summary(result)}"
-    )
+    print(f"arm MPC ({result['model'].name}, {common.modes(args)}): {summary(result)}")
     if args.plot:
         plot(result, args.plot)
     if args.html:

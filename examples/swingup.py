@@ -145,7 +145,7 @@ def main(argv=None):
         args.verbose,
         args.second_order,
     )
-    print(f"swing-up ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
+    print(f"swing-up ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
     if args.plot:
         plot(result, args.plot)
     if args.html:
