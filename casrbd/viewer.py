@@ -279,7 +279,7 @@ def _mjcf_visuals(path):
             ]
         )
         name = m.body(int(m.geom_bodyid[g])).name or ("world" if m.geom_bodyid[g] == 0 else None)
-        out.append((name, V @ R.T + m.geom_pos[g], F, tuple(m.geom_rgba[g][:3])))
+        out.append((name, V @ R.T + m.geom_pos[g], F, tuple(float(c) for c in m.geom_rgba[g][:3])))
     return out
 
 

@@ -105,3 +105,28 @@ def test_chromium_draws_the_robot(tmp_path):
     viewer.write_html(page, model, t, qs, URDF)
     image = _screenshot(browser, page, tmp_path / "two.png")
     assert (image[..., 2] > image[..., 0] + 0.2).sum() > 200
+
+
+MJCF = """<mujoco><worldbody><body name="arm"><joint name="hinge" type="hinge" axis="0 1 0"/>
+  <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05" rgba="0.9 0.1 0.1 1"/>
+  <body name="tip" pos="0 0 -0.5"><joint name="slide" type="slide" axis="1 0 0"/><geom type="box" size="0.1 0.1 0.1"/>
+  </body></body></worldbody></mujoco>"""
+
+
+def test_mjcf_geoms_ride_on_their_bodies(tmp_path):
+    """An MJCF file's geoms (through MuJoCo) on the frames of their bodies, coloured as in the file."""
+    pytest.importorskip("mujoco")
+    path = tmp_path / "arm.xml"
+    path.write_text(MJCF)
+    model = casrbd.load_mjcf(str(path))
+    page = tmp_path / "arm.html"
+    viewer.write_html(page, model, [0.0, 1.0], [[0.0, 0.0], [1.0, 0.2]], str(path))
+    data = _data(page)
+    assert len(data["meshes"]) == 2
+    assert [0.9, 0.1, 0.1] in [[round(c, 3) for c in m["c"]] for m in data["meshes"]]
+    tip = sorted({"arm", "tip"}).index("tip")
+    np.testing.assert_allclose(
+        data["poses"][1][12 * tip + 9 : 12 * tip + 12],
+        casrbd.frame_placement(model, [1.0, 0.2], "tip")[:3, 3],
+        atol=1e-4,
+    )
