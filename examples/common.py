@@ -13,6 +13,8 @@ from casrbd.functions import function
 from casrbd.models import robot_path
 
 ARM_TOOL = {"panda": "panda_hand_tcp", "arm7": "tool"}
+SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+SOLO_LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
 
 
 def _choice(arg, value, valid):
@@ -42,6 +44,30 @@ def load_arm():
         "effort": model.effort_limit,
     }
     return model, limits, ARM_TOOL[name]
+
+
+def solo12_standing(model, x=0.0):
+    """Solo12's standing configuration (knees bent) with the feet on the ground (z = 0), base at ``x``."""
+    q = np.r_[0, 0, 0, 0, 0, 0, 1, SOLO_LEGS]
+    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in SOLO_FEET)
+    q[0] = x
+    return q
+
+
+def schedule(nodes, phases):
+    """The phase index of each of ``nodes`` equal intervals and their dt, for ``phases`` a sequence of
+    (anything, seconds)."""
+    duration = sum(s for _, s in phases)
+    ends = np.cumsum([s for _, s in phases]) / duration * nodes
+    return np.searchsorted(ends, np.arange(nodes) + 0.5), duration / nodes
+
+
+def friction_pyramid(opti, f, mu):
+    """Forces ``f`` (3 x k, world axes, z up) pushing (f_z >= 0) inside the linearised friction cone
+    |f_x|, |f_y| <= mu f_z."""
+    opti.subject_to(f[2, :] >= 0)
+    for k in (0, 1):
+        opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
 
 
 def modes(args):

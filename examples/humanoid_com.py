@@ -100,9 +100,7 @@ def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False,
     opti.subject_to(opti.bounded(lower, Qs[joints, :], upper))
     for i in range(2):
         f, tau = Ws[6 * i : 6 * i + 3, :], Ws[6 * i + 3 : 6 * i + 6, :]
-        opti.subject_to(f[2, :] >= 0)
-        for k in (0, 1):  # friction pyramid
-            opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
+        common.friction_pyramid(opti, f, mu)
         # centre of pressure within the sole: |tau_y| <= L f_z, |tau_x| <= W f_z
         opti.subject_to(opti.bounded(-SOLE[0] * f[2, :], tau[1, :], SOLE[0] * f[2, :]))
         opti.subject_to(opti.bounded(-SOLE[1] * f[2, :], tau[0, :], SOLE[1] * f[2, :]))

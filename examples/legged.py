@@ -24,17 +24,8 @@ import casrbd
 from casrbd import ocp
 from casrbd.models import load_robot
 
-FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
+FEET = common.SOLO_FEET
 PHASES = (("stance", 0.3), ("flight", 0.2), ("stance", 0.3))  # (contact, seconds)
-
-
-def standing(model, x=0.0):
-    """The standing configuration with the feet on the ground (z = 0), base at ``x``."""
-    q = np.r_[0, 0, 0, 0, 0, 0, 1, LEGS]
-    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in FEET)
-    q[0] = x
-    return q
 
 
 def contact_forces(model, q, F):
@@ -51,15 +42,6 @@ def contact_forces(model, q, F):
         f = ca.mtimes(oMi[:3, 4 * i : 4 * i + 3].T, F[:, k])
         columns[i] = columns[i] + ca.vertcat(f, ca.cross(ca.DM(np.asarray(frame.placement.p).ravel()), f))
     return ca.horzcat(*columns)
-
-
-def schedule(nodes, phases=PHASES):
-    """Contact flag per interval (True: all feet on the ground) and dt, for ``nodes`` intervals."""
-    duration = sum(s for _, s in phases)
-    ends = np.cumsum([s for _, s in phases]) / duration * nodes
-    mids = np.arange(nodes) + 0.5
-    contact = np.array([phases[int(np.searchsorted(ends, m))][0] == "stance" for m in mids])
-    return contact, duration / nodes
 
 
 def solve(
@@ -82,10 +64,11 @@ def solve(
             raise ValueError(f"{arg} must be positive, got {val}")
     model = load_robot("solo12")
     nq, nv, nf = model.nq, model.nv, len(FEET)
-    contact, dt = schedule(nodes)
+    phase, dt = common.schedule(nodes, PHASES)
+    contact = np.array([PHASES[p][0] == "stance" for p in phase])  # all feet on the ground, per interval
     if contact.all() or not contact.any():
         raise ValueError(f"nodes={nodes} is too few to resolve the contact schedule {PHASES}")
-    q_start, q_goal = standing(model), standing(model, jump)
+    q_start, q_goal = common.solo12_standing(model), common.solo12_standing(model, jump)
     rnea = ocp.dynamics(model, "rnea", jacobian, f_ext=True, second_order=second_order)
 
     # per node, as an MX Function mapped over the nodes: torques and foot positions
@@ -114,9 +97,7 @@ def solve(
             landed = landed or (k > 0 and not contact[k - 1])
             # feet stay on their spot: where they started, or where they land (jump further on)
             opti.subject_to(P[:, nf * k : nf * (k + 1)] == feet_start + np.array([[jump if landed else 0.0], [0], [0]]))
-            opti.subject_to(Fk[2, :] >= 0)
-            opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[0, :], mu * Fk[2, :]))  # friction pyramid
-            opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[1, :], mu * Fk[2, :]))
+            common.friction_pyramid(opti, Fk, mu)
         else:
             opti.subject_to(Fs[:, k] == 0)
             opti.subject_to(P[:, nf * k : nf * (k + 1)][2, :] >= 0)
