@@ -13,8 +13,6 @@ the shoulder a little torque.
     python examples/arm_p2p.py --nodes 40 --jacobian analytical --plot arm.png
 """
 
-import argparse
-
 import casadi as ca
 import common
 import numpy as np
@@ -106,18 +104,8 @@ def plot(result, path, snapshots=8):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=40, help="shooting intervals (default 40)")
+    p = common.parser(__doc__, 40, "shooting intervals", "write q, v, tau over time and PATH_snapshots.png")
     p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
-    p.add_argument(
-        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
-    )
-    p.add_argument("--plot", metavar="PATH.png", help="write q, v, tau over time and PATH_snapshots.png")
-    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
         args.nodes,
@@ -129,16 +117,7 @@ def main(argv=None):
         second_order=args.second_order,
     )
     print(f"arm point to point ({result['model'].name}, {common.modes(args)}): {ocp.format_stats(result['stats'])}")
-    if args.plot:
-        plot(result, args.plot)
-    if args.html:
-        common.write_html(
-            args.html,
-            result["model"],
-            result["t"],
-            result["q"],
-            result["model"].name if result["model"].name == "panda" else None,
-        )
+    common.outputs(args, result, plot, "panda" if result["model"].name == "panda" else None)
     return 0 if result["stats"]["success"] else 1
 
 

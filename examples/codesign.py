@@ -16,8 +16,6 @@ at once finds a motion that needs smaller motors.
     python examples/codesign.py --nodes 50 [--plot codesign.png]
 """
 
-import argparse
-
 import casadi as ca
 import common
 import numpy as np
@@ -164,12 +162,8 @@ def plot(r, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=50, help="shooting intervals (default 50)")
+    p = common.parser(__doc__, 50, "shooting intervals", "write q and the torques over time", derivatives=())
     p.add_argument("--duration", type=float, default=1.2, help="seconds (default 1.2)")
-    p.add_argument("--plot", metavar="PATH.png", help="write q and the torques over time")
-    p.add_argument("--html", metavar="PATH.html", help="write the co-designed motion as an HTML animation")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     r = run(args.nodes, args.duration, args.verbose)
     report(r)

@@ -3,12 +3,13 @@
 bottom as its problem. Examples import it as ``common`` (run as ``python examples/NAME.py``, their folder
 is on the path)."""
 
+import argparse
 import xml.etree.ElementTree as ET
 
 import numpy as np
 
 import casrbd
-from casrbd import viewer
+from casrbd import ocp, viewer
 from casrbd.functions import function
 from casrbd.models import robot_path
 
@@ -70,6 +71,39 @@ def friction_pyramid(opti, f, mu):
         opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
 
 
+DERIVATIVE_FLAGS = ("jacobian", "hessian", "compiled", "second_order")
+
+
+def parser(doc, nodes, nodes_help, plot_help, derivatives=DERIVATIVE_FLAGS):
+    """The command line the optimal-control examples share (the README's flags): --nodes, the
+    ``derivatives`` flags the example takes, --plot, --html, --verbose; the example adds its own."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=nodes, help=f"{nodes_help} (default {nodes})")
+    if "jacobian" in derivatives:
+        p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
+    if "hessian" in derivatives:
+        p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
+    if "compiled" in derivatives:
+        p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
+    if "second_order" in derivatives:
+        p.add_argument(
+            "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
+        )
+    p.add_argument("--plot", metavar="PATH.png", help=plot_help)
+    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
+    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    return p
+
+
+def outputs(args, result, plot, robot=None):
+    """What --plot and --html ask for: ``plot(result, path)``, and the motion of ``result`` (model, t, q)
+    with the visuals of ``robot``."""
+    if args.plot:
+        plot(result, args.plot)
+    if args.html:
+        write_html(args.html, result["model"], result["t"], result["q"], robot)
+
+
 def modes(args):
     """The derivative modes an example's command line chose, for its summary line."""
     parts = [f"jacobian {args.jacobian}"]
@@ -79,7 +113,7 @@ def modes(args):
     if hasattr(args, "hessian"):
         parts.append(f"hessian {args.hessian}")
     if getattr(args, "compiled", False):
-        parts.append("compiled NLP")
+        parts.append("compiled")
     return ", ".join(parts)
 
 

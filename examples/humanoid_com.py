@@ -20,7 +20,6 @@ unactuated base's six rows must vanish up to the time discretisation.
     python examples/humanoid_com.py --nodes 20 --jacobian analytical --plot talos.png
 """
 
-import argparse
 import warnings
 
 import casadi as ca
@@ -175,12 +174,9 @@ def plot(result, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=20, help="intervals over the 1.2 s motion (default 20)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
-    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    p = common.parser(
+        __doc__, 20, "intervals over the 1.2 s motion", "write the trajectories and PATH_snapshots.png", ("jacobian",)
+    )
     args = p.parse_args(argv)
     result = solve(args.nodes, jacobian=args.jacobian, verbose=args.verbose)
     residual = np.abs(whole_body_residual(result)).max()
@@ -189,10 +185,7 @@ def main(argv=None):
         f"whole-body check: largest base wrench entry {residual:.3g} N or N m "
         f"(weight {result['model'].mass * 9.81:.1f} N)"
     )
-    if args.plot:
-        plot(result, args.plot)
-    if args.html:
-        common.write_html(args.html, result["model"], result["t"], result["q"], "talos_reduced")
+    common.outputs(args, result, plot, "talos_reduced")
     return 0 if result["stats"]["success"] else 1
 
 

@@ -14,8 +14,6 @@ the quaternion stays a unit quaternion.
     python examples/legged.py --nodes 40 --jacobian analytical --plot solo.png
 """
 
-import argparse
-
 import casadi as ca
 import common
 import numpy as np
@@ -160,19 +158,9 @@ def plot(result, path, snapshots=8):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=40, help="intervals over the 0.8 s schedule (default 40)")
+    p = common.parser(__doc__, 40, "intervals over the 0.8 s schedule", "write the trajectories and PATH_snapshots.png")
     p.add_argument("--jump", type=float, default=0.1, help="forward distance in m (default 0.1)")
     p.add_argument("--tau-max", type=float, default=2.5, help="joint torque limit in Nm (default 2.5)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
-    p.add_argument(
-        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
-    )
-    p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
-    p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
         args.nodes,
@@ -185,10 +173,7 @@ def main(argv=None):
         verbose=args.verbose,
     )
     print(f"solo12 jump ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
-    if args.plot:
-        plot(result, args.plot)
-    if args.html:
-        common.write_html(args.html, result["model"], result["t"], result["q"], "solo12")
+    common.outputs(args, result, plot, "solo12")
     return 0 if result["stats"]["success"] else 1
 
 
