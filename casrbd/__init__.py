@@ -40,10 +40,14 @@ from .api import (
     rnea_second_order_derivatives,
 )
 from .codegen import CacheWarning, CompileError, compiled
+from .expand import keep_analytical
 from .functions import SingularMassMatrixError, function
 from .loaders import LoadError, LoadWarning, MJCFError, MJCFWarning, URDFError, URDFWarning, load_mjcf, load_urdf
 from .model import Body, Frame, Model
+from .models import load_robot
 from .spatial import SE3, Inertia
+
+__version__ = "0.1.0"
 
 __all__ = [
     "SE3",
@@ -86,11 +90,13 @@ __all__ = [
     "impulse_dynamics",
     "impulse_dynamics_derivatives",
     "integrate",
+    "keep_analytical",
     "jacobian_center_of_mass",
     "joint_torque_regressor",
     "kinematics_derivatives",
     "kinetic_energy_regressor",
     "load_mjcf",
+    "load_robot",
     "load_urdf",
     "minverse",
     "neutral",

@@ -6,9 +6,11 @@ differences and its evaluation time in casadi's virtual machine (a short
 timing by default, a few seconds in all; ``--time`` times carefully and adds
 the compiled code's time through ``casrbd.fast`` and, when Pinocchio is
 installed, Pinocchio's through its Python bindings).
-``casrbd info [ROBOT]``: the model and the size of the core Functions.
+``casrbd info [ROBOT]``: the model, its frames and limits, and the size of the
+core Functions.
 ROBOT is a URDF or MJCF path, a model shipped with the package (default
-``arm7``) or an example-robot-data robot name.
+``arm7``) or an example-robot-data robot name (``casrbd.models.EXAMPLE_ROBOTS``:
+every name ``example_robot_data.load`` takes).
 """
 
 import argparse
@@ -17,6 +19,7 @@ import timeit
 
 import numpy as np
 
+from . import __version__
 from .api import difference, integrate, random_configuration
 from .functions import function
 from .models import DEFAULT_ROBOT, load_robot, robot_format, robot_path
@@ -167,15 +170,30 @@ def compare(args):
 def info(args):
     model = load_robot(args.robot, args.floating_base)
     print(model.summary())
+    print(f"frames ({len(model.frames)}; name, joint):")
+    for f in model.frames:
+        print(f"  {f.name:<40s} {model.names[f.joint] if f.joint >= 0 else 'world'}")
+    print("limits per joint: position [rad or m] lower, upper; velocity [rad/s or m/s]; effort [N m or N]:")
+    for i, name in enumerate(model.names):
+        q, v = model.q_slice(i), model.v_slice(i)
+        print(
+            f"  {name:<32s} {_numbers(model.lower[q])} {_numbers(model.upper[q])} "
+            f"{_numbers(model.velocity_limit[v])} {_numbers(model.effort_limit[v])}"
+        )
     print("casadi SX Function sizes (n_instructions):")
     for name in CORE_FUNCTIONS:
         print(f"  {name:<22s} {function(model, name).n_instructions():8d}")
+
+
+def _numbers(x):
+    return "[" + " ".join(f"{value:.4g}" for value in x) + "]"
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="casrbd", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--version", action="version", version=f"casrbd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, run, text in (
         ("compare", compare, "derivative methods against AD and finite differences"),
@@ -200,7 +218,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         args.run(args)
-    except (LookupError, ValueError) as e:
+    except (LookupError, ValueError, OSError, ImportError) as e:  # one line, naming the robot or the extra
         print(f"casrbd: {e}", file=sys.stderr)
         return 2
     return 0

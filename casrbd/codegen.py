@@ -257,7 +257,11 @@ class Library:
         self.functions = functions
 
     def __getitem__(self, name):
-        return self.functions[name]
+        try:
+            return self.functions[name]
+        except KeyError:
+            names = list(self.functions)
+            raise KeyError(f"library {self.path.name} holds no Function {name!r}; it holds {names}") from None
 
     def __iter__(self):
         return iter(self.functions.values())

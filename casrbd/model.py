@@ -30,7 +30,9 @@ class Body(NamedTuple):
     parent's joint frame (SE3); ``inertia``: the body's inertia in the joint frame (fixed links
     merged in); ``lower``, ``upper``: position limits (nq numbers, or None for none);
     ``armature``: the rotor inertia reflected on each of the joint's nv velocities (added to the
-    mass matrix's diagonal, as Pinocchio's ``model.armature``; None for none)."""
+    mass matrix's diagonal, as Pinocchio's ``model.armature``; None for none); ``velocity_limit``,
+    ``effort_limit``: bounds on the magnitude of each velocity and generalized force (nv numbers
+    >= 0, or None for none: infinite), as Pinocchio's ``velocityLimit`` and ``effortLimit``."""
 
     name: str
     joint: object
@@ -40,6 +42,8 @@ class Body(NamedTuple):
     lower: object = None
     upper: object = None
     armature: object = None
+    velocity_limit: object = None
+    effort_limit: object = None
 
 
 class Frame(NamedTuple):
@@ -63,6 +67,8 @@ class Model(Frozen):
         "lower",
         "upper",
         "armature",
+        "velocity_limit",
+        "effort_limit",
         "frames",
         "gravity",
         "nq",
@@ -93,7 +99,7 @@ class Model(Frozen):
                 f"model {name!r}: duplicate joint names {sorted({n for n in names if names.count(n) > 1})}"
             )
         idx_q, idx_v, nq, nv = [], [], 0, 0
-        lower, upper, armature = [], [], []
+        lower, upper, armature, velocity, effort = [], [], [], [], []
         for i, b in enumerate(bodies):
             if not -1 <= b.parent < i:
                 raise ValueError(
@@ -117,6 +123,14 @@ class Model(Frozen):
                     f"{b.joint.nv} finite numbers >= 0, got {b.armature!r}"
                 )
             armature.append(x)
+            for bounds, given, what in ((velocity, b.velocity_limit, "velocity"), (effort, b.effort_limit, "effort")):
+                x = np.full(b.joint.nv, np.inf) if given is None else np.asarray(given, dtype=float).reshape(-1)
+                if x.shape != (b.joint.nv,) or np.any(np.isnan(x)) or np.any(x < 0):
+                    raise ValueError(
+                        f"model {name!r}: joint {b.name!r} has {b.joint.nv} velocities; its {what} limit must be "
+                        f"{b.joint.nv} numbers >= 0 (inf: none), got {given!r}"
+                    )
+                bounds.append(x)
         parents = tuple(b.parent for b in bodies)
         supports = []
         for i, p in enumerate(parents):
@@ -142,6 +156,8 @@ class Model(Frozen):
             lower=constant(np.concatenate(lower) if lower else np.zeros(0)),
             upper=constant(np.concatenate(upper) if upper else np.zeros(0)),
             armature=constant(np.concatenate(armature) if armature else np.zeros(0)),
+            velocity_limit=constant(np.concatenate(velocity) if velocity else np.zeros(0)),
+            effort_limit=constant(np.concatenate(effort) if effort else np.zeros(0)),
             frames=frames,
             gravity=constant(g),
             nq=nq,
@@ -174,6 +190,8 @@ class Model(Frozen):
                 self.lower[self.q_slice(i)],
                 self.upper[self.q_slice(i)],
                 self.armature[self.v_slice(i)],
+                self.velocity_limit[self.v_slice(i)],
+                self.effort_limit[self.v_slice(i)],
             )
             for i in range(self.njoints)
         )

@@ -22,16 +22,78 @@ from .spatial import SE3, Inertia, quaternion_matrix
 SHIPPED = ("arm7",)
 DEFAULT_ROBOT = "arm7"
 
-# name -> (path under example-robot-data's robots/, free-flyer root)
+# example_robot_data.load's names (its robots_loader.ROBOTS) -> (path under its robots/, free-flyer root), plus
+# the two names casrbd used before; ur3 is the UR3 (the loader's table gives it the UR5's class)
 EXAMPLE_ROBOTS = {
-    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
-    "panda": ("panda_description/urdf/panda.urdf", False),
+    "a1": ("a1_description/urdf/a1.urdf", True),
+    "alex_nub_hands": ("alex_description/urdf/alex_nub_hands.urdf", False),
+    "alex_psyonic_hands": ("alex_description/urdf/alex_psyonic_hands.urdf", False),
+    "alex_sake_hands": ("alex_description/urdf/alex_sake_hands.urdf", False),
+    "allegro_left_hand": ("allegro_hand_description/urdf/allegro_left_hand.urdf", False),
+    "allegro_right_hand": ("allegro_hand_description/urdf/allegro_right_hand.urdf", False),
+    "anymal": ("anymal_b_simple_description/robots/anymal.urdf", True),
+    "anymal_c": ("anymal_c_simple_description/urdf/anymal.urdf", True),
+    "anymal_kinova": ("anymal_b_simple_description/robots/anymal-kinova.urdf", True),
+    "asr_twodof": ("asr_twodof_description/urdf/TwoDofs.urdf", False),
+    "b1": ("b1_description/urdf/b1.urdf", True),
+    "b1_z1": ("b1_description/urdf/b1-z1.urdf", True),
+    "baxter": ("baxter_description/urdf/baxter.urdf", False),
+    "bluevolta_bravo7_gripper": ("bluevolta_description/urdf/bluevolta_bravo7_gripper.urdf", True),
+    "bluevolta_bravo7_no_ee": ("bluevolta_description/urdf/bluevolta_bravo7_no_ee.urdf", True),
+    "bolt": ("bolt_description/robots/bolt.urdf", True),
+    "borinot": ("borinot_description/urdf/borinot_flying_arm_2.urdf", True),
+    "bravo7_gripper": ("bravo7_description/urdf/bravo7_gripper.urdf", False),
+    "bravo7_no_ee": ("bravo7_description/urdf/bravo7_no_ee.urdf", False),
     "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
     "double_pendulum_continuous": ("double_pendulum_description/urdf/double_pendulum_continuous.urdf", False),
-    "solo12": ("solo_description/robots/solo12.urdf", True),
+    "double_pendulum_simple": ("double_pendulum_description/urdf/double_pendulum_simple.urdf", False),
+    "falcon_bravo7_gripper": ("falcon_description/urdf/falcon_bravo7_gripper.urdf", True),
+    "falcon_bravo7_no_ee": ("falcon_description/urdf/falcon_bravo7_no_ee.urdf", True),
+    "finger_edu": ("finger_edu_description/robots/finger_edu.urdf", False),
+    "go1": ("go1_description/urdf/go1.urdf", True),
+    "go2": ("go2_description/urdf/go2.urdf", True),
+    "hector": ("hector_description/robots/quadrotor_base.urdf", True),
+    "hextilt": ("hextilt_description/urdf/hextilt_flying_arm_5.urdf", True),
     "hyq": ("hyq_description/robots/hyq_no_sensors.urdf", True),
-    "talos_reduced": ("talos_data/robots/talos_reduced.urdf", True),
+    "icub": ("icub_description/robots/icub.urdf", True),
+    "icub_reduced": ("icub_description/robots/icub_reduced.urdf", True),
+    "iris": ("iris_description/robots/iris_simple.urdf", True),
+    "kinova": ("kinova_description/robots/kinova.urdf", False),
+    "laikago": ("laikago_description/urdf/laikago.urdf", True),
+    "panda": ("panda_description/urdf/panda.urdf", False),
+    "panda_collision": ("panda_description/urdf/panda_collision.urdf", False),
+    "pr2": ("pr2_description/urdf/pr2.urdf", True),
+    "quadruped": ("quadruped_description/urdf/quadruped.urdf", True),
+    "romeo": ("romeo_description/urdf/romeo.urdf", True),
+    "simple_humanoid": ("simple_humanoid_description/urdf/simple_humanoid.urdf", True),
+    "simple_humanoid_classical": ("simple_humanoid_description/urdf/simple_humanoid_classical.urdf", True),
+    "solo8": ("solo_description/robots/solo.urdf", True),
+    "solo12": ("solo_description/robots/solo12.urdf", True),
+    "talos": ("talos_data/robots/talos_reduced.urdf", True),
+    "talos_arm": ("talos_data/robots/talos_left_arm.urdf", False),
+    "talos_box": ("talos_data/robots/talos_reduced_box.urdf", True),
+    "talos_full": ("talos_data/robots/talos_full_v2.urdf", True),
+    "talos_full_box": ("talos_data/robots/talos_full_v2_box.urdf", True),
     "talos_full_v2": ("talos_data/robots/talos_full_v2.urdf", True),
+    "talos_reduced": ("talos_data/robots/talos_reduced.urdf", True),
+    "tiago": ("tiago_description/robots/tiago.urdf", False),
+    "tiago_dual": ("tiago_description/robots/tiago_dual.urdf", False),
+    "tiago_no_hand": ("tiago_description/robots/tiago_no_hand.urdf", False),
+    "tiago_pro": ("tiago_pro_description/robots/tiago_pro.urdf", False),
+    "ur10": ("ur_description/urdf/ur10_robot.urdf", False),
+    "ur10_limited": ("ur_description/urdf/ur10_joint_limited_robot.urdf", False),
+    "ur3": ("ur_description/urdf/ur3_robot.urdf", False),
+    "ur3_gripper": ("ur_description/urdf/ur3_gripper.urdf", False),
+    "ur3_limited": ("ur_description/urdf/ur3_joint_limited_robot.urdf", False),
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+    "ur5_gripper": ("ur_description/urdf/ur5_gripper.urdf", False),
+    "ur5_limited": ("ur_description/urdf/ur5_joint_limited_robot.urdf", False),
+    "z1": ("z1_description/urdf/z1.urdf", False),
+}
+# names example_robot_data.load accepts that casrbd cannot load from a file, and why
+NOT_LOADABLE = {
+    "cassie": "an SDF model (casrbd reads URDF and MJCF)",
+    "talos_legs": "cut from talos by example_robot_data's Python loader; load 'talos' and keep the legs",
 }
 
 ALL_JOINT_TYPES = tuple(JOINT_TYPES)
@@ -48,7 +110,7 @@ def example_robot_data_dir():
     for f in files:
         if "robots" in f.parts and f.suffix == ".urdf":
             path = f.locate()
-            while path.name != "robots":
+            for _ in range(len(f.parts) - 1 - f.parts.index("robots")):  # up to the first robots/ of its path
                 path = path.parent
             return str(path)
     return None
@@ -69,6 +131,8 @@ def robot_path(name):
         return name, False
     if name in SHIPPED:
         return str(resources.files("casrbd") / "data" / f"{name}.urdf"), False
+    if name in NOT_LOADABLE:
+        raise LookupError(f"robot {name!r} of example-robot-data is {NOT_LOADABLE[name]}")
     if name in EXAMPLE_ROBOTS:
         base = example_robot_data_dir()
         if base is None:
@@ -77,7 +141,10 @@ def robot_path(name):
                 f"(pip install example-robot-data, or the test extras)"
             )
         rel, floating = EXAMPLE_ROBOTS[name]
-        return os.path.join(base, rel), floating
+        path = os.path.join(base, rel)
+        if not os.path.isfile(path):
+            raise LookupError(f"robot {name!r}: the installed example-robot-data has no {rel}")
+        return path, floating
     raise LookupError(f"unknown robot {name!r}: not a file, nor one of {list(SHIPPED) + list(EXAMPLE_ROBOTS)}")
 
 

@@ -15,7 +15,6 @@ symbols, since an SX graph inlines the call and differentiates it by AD.
 import numbers
 
 import casadi as ca
-import numpy as np
 
 from . import codegen
 from .functions import function
@@ -222,90 +221,3 @@ def format_stats(stats):
         f"jac_g {stats['t_jac_g']:.3f} s, hess_l {stats['t_hess_l']:.3f} s, grad_f {stats['t_grad_f']:.3f} s, "
         f"g {stats['t_g']:.3f} s"
     )
-
-
-def skeleton(model, q, frames=()):
-    """Line segments (pairs of world points) of a stick figure: parent joint to joint,
-    and joint to each named frame (feet, tool); from ``forward_kinematics``/``frame_placement``."""
-    oMi = function(model, "forward_kinematics")(q).full()
-    origin = [oMi[:3, 4 * i + 3] for i in range(model.njoints)]
-    # a fixed base hangs from the world origin; a floating base does not
-    segments = [
-        (origin[p] if p >= 0 else np.zeros(3), origin[i])
-        for i, (p, j) in enumerate(zip(model.parents, model.joints))
-        if p >= 0 or not j.full_motion
-    ]
-    for name in frames:
-        frame = model.frames[model.frame_index(name)]
-        p = function(model, "frame_placement", frame=name)(q).full()[:3, 3]
-        segments.append((origin[frame.joint], p))
-    return segments
-
-
-def snapshot_path(path):
-    """Where an example writes the snapshots of its plot ``PATH.png``: ``PATH_snapshots.png``."""
-    path = str(path)
-    return (path[:-4] if path.endswith(".png") else path) + "_snapshots.png"
-
-
-def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), strip=False, labels=None):
-    """Stick figures of the configurations ``qs`` in one figure, written as a PNG to ``path``.
-
-    Overlaid (earlier ones lighter) in one panel per projection plane, or with
-    ``strip=True`` one panel per configuration (titled by ``labels``), four to
-    a row, on ``planes[0]``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    for plane in planes:
-        _choice("planes entry", plane, ("xz", "yz", "xy"))
-    figures = [skeleton(model, q, frames) for q in qs]
-    panels = [(planes[0], [k]) for k in range(len(qs))] if strip else [(p, range(len(qs))) for p in planes]
-    cols = min(4, len(panels)) if strip else len(panels)
-    rows = -(-len(panels) // cols)
-    size = (3.2, 2.4) if strip else (5, 4.5)
-    fig, axs = plt.subplots(
-        rows, cols, figsize=(size[0] * cols, size[1] * rows + 0.5), squeeze=False, sharex=strip, sharey=strip
-    )
-    for ax in axs.flat[len(panels) :]:
-        ax.set_visible(False)
-    for n, (ax, (plane, picks)) in enumerate(zip(axs.flat, panels)):
-        i, j = "xyz".index(plane[0]), "xyz".index(plane[1])
-        for k in picks:
-            shade = plt.cm.viridis_r(0.15 + 0.85 * k / max(len(figures) - 1, 1))
-            for p0, p1 in figures[k]:
-                ax.plot([p0[i], p1[i]], [p0[j], p1[j]], "-o", color=shade, ms=2, lw=1.5)
-        if plane[1] == "z":
-            ax.axhline(0, color="0.6", lw=0.8)  # the ground
-        if strip and labels is not None:
-            ax.set_title(labels[n], fontsize=9)
-        ax.set_aspect("equal", adjustable="box" if strip else "datalim")
-        ax.set_xlabel(f"{plane[0]} [m]")
-        ax.set_ylabel(f"{plane[1]} [m]")
-        ax.grid(alpha=0.3)
-    fig.suptitle(title or f"{model.name}: {len(qs)} snapshots")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_series(path, t, series, title=""):
-    """One subplot per entry of ``series`` (label -> array of rows over time ``t``), as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axs = plt.subplots(len(series), 1, figsize=(7, 2.2 * len(series)), sharex=True, squeeze=False)
-    for ax, (label, y) in zip(axs[:, 0], series.items()):
-        y = np.asarray(y)
-        ax.plot(t[: len(y)], y, lw=1)
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-    axs[-1, 0].set_xlabel("t [s]")
-    axs[0, 0].set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

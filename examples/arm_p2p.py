@@ -3,7 +3,8 @@
 The arm is example-robot-data's Panda with its two finger joints made fixed
 (closed, their mass merged into the hand), so q is the 7 arm joints;
 without example-robot-data it is the package's ``arm7``. The limits are
-the URDF's (position, velocity and effort). Multiple shooting, one RK4 step
+the URDF's (position, velocity and effort: ``model.lower``, ``model.upper``,
+``model.velocity_limit``, ``model.effort_limit``). Multiple shooting, one RK4 step
 of x' = [v; aba(q, v, tau)] per interval. The cost is the effort
 sum (tau / tau_max)^2 dt, each joint scaled by its torque limit, plus
 ``w_v`` sum v^2 dt: without it the light wrist joints swing wide to spare
@@ -12,42 +13,17 @@ the shoulder a little torque.
     python examples/arm_p2p.py --nodes 40 --jacobian analytical --plot arm.png
 """
 
-import argparse
-import xml.etree.ElementTree as ET
-
 import casadi as ca
+import common
 import numpy as np
+from common import load_arm
 
 import casrbd
 from casrbd import ocp
-from casrbd.models import robot_path
 
-TOOL = {"panda": "panda_hand_tcp", "arm7": "tool"}
 # start and goal within both arms' joint limits
 Q_START = np.array([-1.0, 0.2, 0.0, -2.0, 0.0, 1.8, 0.8])
 Q_GOAL = np.array([1.0, -0.3, 0.4, -1.4, 0.3, 1.2, -0.4])
-
-
-def load_arm():
-    """(model, limits, tool frame) of the Panda arm (fingers fixed), else arm7; ``limits``:
-    dict of lower, upper, velocity and effort arrays over the joints, read from the URDF."""
-    try:
-        name, path = "panda", robot_path("panda")[0]
-    except LookupError:  # example-robot-data is not installed
-        name, path = "arm7", robot_path("arm7")[0]
-    root = ET.parse(path).getroot()
-    for joint in root.iter("joint"):
-        if "finger" in joint.get("name"):
-            joint.set("type", "fixed")
-            for mimic in joint.findall("mimic"):
-                joint.remove(mimic)
-    model = casrbd.load_urdf(ET.tostring(root, encoding="unicode"))
-    limit = {j.get("name"): j.find("limit") for j in root.iter("joint")}
-    limits = {
-        k: np.array([float(limit[name].get(k)) for name in model.names])
-        for k in ("lower", "upper", "velocity", "effort")
-    }
-    return model, limits, TOOL[name]
 
 
 def solve(
@@ -111,34 +87,25 @@ def solve(
 
 def plot(result, path, snapshots=8):
     """q, v and tau over time at ``path``, and a stick-figure sequence at ``<path>_snapshots.png``."""
-    ocp.plot_series(
+    common.plot_series(
         path,
         result["t"],
         {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]},
         title=f"{result['model'].name} point to point",
     )
     picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(
+    common.plot_snapshots(
         result["model"],
         result["q"][picks],
-        ocp.snapshot_path(path),
+        common.snapshot_path(path),
         frames=(result["tool"],),
         title=f"{result['model'].name}: {snapshots} snapshots (light to dark)",
     )
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=40, help="shooting intervals (default 40)")
+    p = common.parser(__doc__, 40, "shooting intervals", "write q, v, tau over time and PATH_snapshots.png")
     p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
-    p.add_argument(
-        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
-    )
-    p.add_argument("--plot", metavar="PATH.png", help="write q, v, tau over time and PATH_snapshots.png")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
         args.nodes,
@@ -149,12 +116,8 @@ def main(argv=None):
         args.verbose,
         second_order=args.second_order,
     )
-    print(
-        f"arm point to point ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): "
-        f"{ocp.format_stats(result['stats'])}"
-    )
-    if args.plot:
-        plot(result, args.plot)
+    print(f"arm point to point ({result['model'].name}, {common.modes(args)}): {ocp.format_stats(result['stats'])}")
+    common.outputs(args, result, plot, "panda" if result["model"].name == "panda" else None)
     return 0 if result["stats"]["success"] else 1
 
 

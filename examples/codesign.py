@@ -16,9 +16,8 @@ at once finds a motion that needs smaller motors.
     python examples/codesign.py --nodes 50 [--plot codesign.png]
 """
 
-import argparse
-
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -146,15 +145,15 @@ def report(r):
     goal = np.r_[GOAL, 0, 0]
     errors = [np.abs(simulate(r["model"], co, k) - goal).max() for k in (1, 10)]
     print(
-        f"  replayed on the designed arm (numeric model): final state error {errors[0]:.2e} with the same RK4 "
-        f"steps, {errors[1]:.2e} with 10 steps per interval (the transcription's error)"
+        f"  replayed on the designed arm (numeric model): final state error {errors[0]:.2e} (rad, rad/s) with the "
+        f"same RK4 steps, {errors[1]:.2e} with 10 steps per interval (the transcription's error)"
     )
 
 
 def plot(r, path):
     co, seq = r["codesign"], r["sequential"]
     t = np.arange(len(co["q"])) * co["dt"]
-    ocp.plot_series(
+    common.plot_series(
         path,
         t,
         {"q [rad]": co["q"], "tau [Nm] co-design": co["tau"], "tau [Nm] sequential": seq["tau"]},
@@ -163,16 +162,16 @@ def plot(r, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=50, help="shooting intervals (default 50)")
+    p = common.parser(__doc__, 50, "shooting intervals", "write q and the torques over time", derivatives=())
     p.add_argument("--duration", type=float, default=1.2, help="seconds (default 1.2)")
-    p.add_argument("--plot", metavar="PATH.png", help="write q and the torques over time")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     r = run(args.nodes, args.duration, args.verbose)
     report(r)
     if args.plot:
         plot(r, args.plot)
+    if args.html:
+        t = np.linspace(0, args.duration, args.nodes + 1)
+        common.write_html(args.html, r["model"], t, r["codesign"]["q"])
     return 0 if r["codesign"]["stats"]["success"] else 1
 
 

@@ -20,10 +20,10 @@ unactuated base's six rows must vanish up to the time discretisation.
     python examples/humanoid_com.py --nodes 20 --jacobian analytical --plot talos.png
 """
 
-import argparse
 import warnings
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -99,9 +99,7 @@ def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False,
     opti.subject_to(opti.bounded(lower, Qs[joints, :], upper))
     for i in range(2):
         f, tau = Ws[6 * i : 6 * i + 3, :], Ws[6 * i + 3 : 6 * i + 6, :]
-        opti.subject_to(f[2, :] >= 0)
-        for k in (0, 1):  # friction pyramid
-            opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
+        common.friction_pyramid(opti, f, mu)
         # centre of pressure within the sole: |tau_y| <= L f_z, |tau_x| <= W f_z
         opti.subject_to(opti.bounded(-SOLE[0] * f[2, :], tau[1, :], SOLE[0] * f[2, :]))
         opti.subject_to(opti.bounded(-SOLE[1] * f[2, :], tau[0, :], SOLE[1] * f[2, :]))
@@ -159,7 +157,7 @@ def whole_body_residual(result):
 
 def plot(result, path):
     t = result["t"]
-    ocp.plot_series(
+    common.plot_series(
         path,
         t,
         {
@@ -170,24 +168,24 @@ def plot(result, path):
         title="talos weight shift (centroidal dynamics)",
     )
     picks = np.linspace(0, len(result["q"]) - 1, 3).round().astype(int)
-    ocp.plot_snapshots(
-        result["model"], result["q"][picks], ocp.snapshot_path(path), frames=result["feet"], planes=("yz", "xy")
+    common.plot_snapshots(
+        result["model"], result["q"][picks], common.snapshot_path(path), frames=result["feet"], planes=("yz", "xy")
     )
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=20, help="intervals over the 1.2 s motion (default 20)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    p = common.parser(
+        __doc__, 20, "intervals over the 1.2 s motion", "write the trajectories and PATH_snapshots.png", ("jacobian",)
+    )
     args = p.parse_args(argv)
     result = solve(args.nodes, jacobian=args.jacobian, verbose=args.verbose)
     residual = np.abs(whole_body_residual(result)).max()
-    print(f"talos weight shift ({args.jacobian}): {ocp.format_stats(result['stats'])}")
-    print(f"whole-body check: largest base wrench {residual:.3g} (weight {result['model'].mass * 9.81:.1f} N)")
-    if args.plot:
-        plot(result, args.plot)
+    print(f"talos weight shift ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
+    print(
+        f"whole-body check: largest base wrench entry {residual:.3g} N or N m "
+        f"(weight {result['model'].mass * 9.81:.1f} N)"
+    )
+    common.outputs(args, result, plot, "talos_reduced")
     return 0 if result["stats"]["success"] else 1
 
 

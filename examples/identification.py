@@ -23,6 +23,7 @@ import argparse
 import xml.etree.ElementTree as ET
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -228,7 +229,7 @@ def plot(r, path):
     series = {
         f"tau{k + 1} [Nm]": np.column_stack([r["tau_v"][:, k], r["tau_v_fit"][:, k]]) for k in range(r["model"].nv)
     }
-    ocp.plot_series(path, r["t"], series, title="validation: true torque and consistent fit's prediction")
+    common.plot_series(path, r["t"], series, title="validation: true torque and consistent fit's prediction")
 
 
 def main(argv=None):

@@ -14,26 +14,16 @@ the quaternion stays a unit quaternion.
     python examples/legged.py --nodes 40 --jacobian analytical --plot solo.png
 """
 
-import argparse
-
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
 from casrbd import ocp
 from casrbd.models import load_robot
 
-FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
+FEET = common.SOLO_FEET
 PHASES = (("stance", 0.3), ("flight", 0.2), ("stance", 0.3))  # (contact, seconds)
-
-
-def standing(model, x=0.0):
-    """The standing configuration with the feet on the ground (z = 0), base at ``x``."""
-    q = np.r_[0, 0, 0, 0, 0, 0, 1, LEGS]
-    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in FEET)
-    q[0] = x
-    return q
 
 
 def contact_forces(model, q, F):
@@ -50,15 +40,6 @@ def contact_forces(model, q, F):
         f = ca.mtimes(oMi[:3, 4 * i : 4 * i + 3].T, F[:, k])
         columns[i] = columns[i] + ca.vertcat(f, ca.cross(ca.DM(np.asarray(frame.placement.p).ravel()), f))
     return ca.horzcat(*columns)
-
-
-def schedule(nodes, phases=PHASES):
-    """Contact flag per interval (True: all feet on the ground) and dt, for ``nodes`` intervals."""
-    duration = sum(s for _, s in phases)
-    ends = np.cumsum([s for _, s in phases]) / duration * nodes
-    mids = np.arange(nodes) + 0.5
-    contact = np.array([phases[int(np.searchsorted(ends, m))][0] == "stance" for m in mids])
-    return contact, duration / nodes
 
 
 def solve(
@@ -81,10 +62,11 @@ def solve(
             raise ValueError(f"{arg} must be positive, got {val}")
     model = load_robot("solo12")
     nq, nv, nf = model.nq, model.nv, len(FEET)
-    contact, dt = schedule(nodes)
+    phase, dt = common.schedule(nodes, PHASES)
+    contact = np.array([PHASES[p][0] == "stance" for p in phase])  # all feet on the ground, per interval
     if contact.all() or not contact.any():
         raise ValueError(f"nodes={nodes} is too few to resolve the contact schedule {PHASES}")
-    q_start, q_goal = standing(model), standing(model, jump)
+    q_start, q_goal = common.solo12_standing(model), common.solo12_standing(model, jump)
     rnea = ocp.dynamics(model, "rnea", jacobian, f_ext=True, second_order=second_order)
 
     # per node, as an MX Function mapped over the nodes: torques and foot positions
@@ -113,9 +95,7 @@ def solve(
             landed = landed or (k > 0 and not contact[k - 1])
             # feet stay on their spot: where they started, or where they land (jump further on)
             opti.subject_to(P[:, nf * k : nf * (k + 1)] == feet_start + np.array([[jump if landed else 0.0], [0], [0]]))
-            opti.subject_to(Fk[2, :] >= 0)
-            opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[0, :], mu * Fk[2, :]))  # friction pyramid
-            opti.subject_to(opti.bounded(-mu * Fk[2, :], Fk[1, :], mu * Fk[2, :]))
+            common.friction_pyramid(opti, Fk, mu)
         else:
             opti.subject_to(Fs[:, k] == 0)
             opti.subject_to(P[:, nf * k : nf * (k + 1)][2, :] >= 0)
@@ -153,7 +133,7 @@ def plot(result, path, snapshots=8):
     """Base height, joint torques and vertical foot forces over time at ``path``, and a
     stick-figure sequence at ``<path>_snapshots.png``."""
     t, q = result["t"], result["q"]
-    ocp.plot_series(
+    common.plot_series(
         path,
         t,
         {
@@ -165,10 +145,10 @@ def plot(result, path, snapshots=8):
     )
     picks = np.linspace(0, len(q) - 1, snapshots).round().astype(int)
     phase = ["stance" if k == len(q) - 1 or result["contact"][k] else "flight" for k in picks]
-    ocp.plot_snapshots(
+    common.plot_snapshots(
         result["model"],
         q[picks],
-        ocp.snapshot_path(path),
+        common.snapshot_path(path),
         frames=result["feet"],
         title="solo12 jump",
         planes=("xz",),
@@ -178,18 +158,9 @@ def plot(result, path, snapshots=8):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=40, help="intervals over the 0.8 s schedule (default 40)")
+    p = common.parser(__doc__, 40, "intervals over the 0.8 s schedule", "write the trajectories and PATH_snapshots.png")
     p.add_argument("--jump", type=float, default=0.1, help="forward distance in m (default 0.1)")
     p.add_argument("--tau-max", type=float, default=2.5, help="joint torque limit in Nm (default 2.5)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
-    p.add_argument(
-        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
-    )
-    p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
         args.nodes,
@@ -201,9 +172,8 @@ def main(argv=None):
         hessian=args.hessian,
         verbose=args.verbose,
     )
-    print(f"solo12 jump ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
-    if args.plot:
-        plot(result, args.plot)
+    print(f"solo12 jump ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
+    common.outputs(args, result, plot, "solo12")
     return 0 if result["stats"]["success"] else 1
 
 

@@ -19,6 +19,7 @@ import sys
 import time
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -141,7 +142,7 @@ def summary(result):
 
 
 def plot(result, path, snapshots=6):
-    ocp.plot_series(
+    common.plot_series(
         path,
         result["t"],
         {
@@ -153,33 +154,31 @@ def plot(result, path, snapshots=6):
         title=f"{result['model'].name} MPC (closed loop)",
     )
     picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(
+    common.plot_snapshots(
         result["model"],
         result["q"][picks],
-        ocp.snapshot_path(path),
+        common.snapshot_path(path),
         frames=(result["tool"],),
         title=f"{result['model'].name} MPC: {snapshots} snapshots (light to dark)",
     )
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=10, help="horizon intervals (default 10)")
+    p = common.parser(
+        __doc__,
+        10,
+        "horizon intervals",
+        "write the closed loop and PATH_snapshots.png",
+        ("jacobian", "hessian", "second_order"),
+    )
     p.add_argument("--steps", type=int, default=40, help="closed-loop steps (default 40)")
     p.add_argument("--dt", type=float, default=0.05, help="control interval in s (default 0.05)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
     p.add_argument(
         "--compiled",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="dynamics as C code through casrbd.codegen (default: yes)",
     )
-    p.add_argument(
-        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
-    )
-    p.add_argument("--plot", metavar="PATH.png", help="write the closed loop and PATH_snapshots.png")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = run(
         args.steps,
@@ -191,11 +190,8 @@ def main(argv=None):
         args.verbose,
         second_order=args.second_order,
     )
-    print(
-        f"arm MPC ({result['model'].name}, {args.jacobian}{', compiled' if args.compiled else ''}): {summary(result)}"
-    )
-    if args.plot:
-        plot(result, args.plot)
+    print(f"arm MPC ({result['model'].name}, {common.modes(args)}): {summary(result)}")
+    common.outputs(args, result, plot, "panda" if result["model"].name == "panda" else None)
     return 0 if all(s["success"] for s in result["solves"]) else 1
 
 

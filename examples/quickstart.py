@@ -1,12 +1,11 @@
-"""The README quickstart: load a URDF, build aba as a casadi Function, evaluate it numerically and symbolically."""
+"""The README quickstart: load a robot, build aba as a casadi Function, evaluate it numerically and symbolically."""
 
 import casadi as ca
 import numpy as np
 
 import casrbd
-from casrbd.models import robot_path
 
-model = casrbd.load_urdf(robot_path("arm7")[0])  # any URDF path or XML string
+model = casrbd.load_robot("arm7")  # a name ("ur5", "solo12", ...), or a URDF or MJCF path
 aba = casrbd.function(model, "aba")  # casadi Function (q, v, tau) -> a, built once, cached
 q, v, tau = casrbd.neutral(model), np.zeros(model.nv), np.ones(model.nv)
 print(aba(q, v, tau))  # numeric evaluation (DM)

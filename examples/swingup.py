@@ -11,9 +11,8 @@ sum tau^2 dt.
     python examples/swingup.py --nodes 60 --jacobian analytical --plot swingup.png
 """
 
-import argparse
-
 import casadi as ca
+import common
 import numpy as np
 
 from casrbd import load_urdf, ocp
@@ -109,7 +108,7 @@ def solve(
 
 
 def plot(result, path):
-    ocp.plot_series(
+    common.plot_series(
         path,
         result["t"],
         {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]},
@@ -118,19 +117,10 @@ def plot(result, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=60, help="shooting intervals (default 60)")
+    p = common.parser(__doc__, 60, "shooting intervals", "write q, v and tau over time")
     p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
     p.add_argument("--tau-max", type=float, default=0.3, help="torque limit in Nm (default 0.3)")
     p.add_argument("--v-max", type=float, default=10.0, help="velocity limit in rad/s (default 10)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
-    p.add_argument(
-        "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
-    )
-    p.add_argument("--plot", metavar="PATH.png", help="write q, v and tau over time")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     args = p.parse_args(argv)
     result = solve(
         args.nodes,
@@ -143,9 +133,8 @@ def main(argv=None):
         args.verbose,
         args.second_order,
     )
-    print(f"swing-up ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
-    if args.plot:
-        plot(result, args.plot)
+    print(f"swing-up ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
+    common.outputs(args, result, plot, "double_pendulum" if result["model"].name == "2dof_planar" else None)
     return 0 if result["stats"]["success"] else 1
 
 

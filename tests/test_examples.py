@@ -1,6 +1,7 @@
 """The examples and the command line run as documented."""
 
 import runpy
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +92,15 @@ def test_the_code_and_docs_cite_papers_by_name():
         if marker in line
     ]
     assert not hits, hits
+
+
+def test_an_ocp_example_writes_its_motion_as_html(tmp_path, capsys):
+    """`--html PATH` (every optimal-control example takes it): the swing-up's motion with the double
+    pendulum's meshes where example-robot-data is installed, else its stick figure."""
+    if str(ROOT / "examples") not in sys.path:
+        sys.path.insert(0, str(ROOT / "examples"))  # the examples import common
+    swingup = runpy.run_path(str(ROOT / "examples" / "swingup.py"), run_name="swingup")
+    path = tmp_path / "swingup.html"
+    swingup["main"](["--nodes", "12", "--html", str(path)])
+    text = path.read_text()
+    assert "wrote" in capsys.readouterr().out and '"joints":' in text and "<canvas" in text

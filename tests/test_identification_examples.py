@@ -11,6 +11,7 @@ the goal.
 """
 
 import runpy
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 def example(name):
     """The example's module namespace (its main() not run)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))  # the examples import common
     return runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name=name)
 
 

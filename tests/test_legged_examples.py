@@ -12,6 +12,7 @@ small fraction of the weight).
 """
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,8 @@ TOL = 1e-6
 
 
 def example(name):
+    if str(ROOT / "examples") not in sys.path:
+        sys.path.insert(0, str(ROOT / "examples"))  # the examples import common
     spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

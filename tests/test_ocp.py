@@ -287,14 +287,15 @@ def test_arm_follows_the_true_dynamics_to_the_goal_within_limits(arms):
 
 def test_arm_falls_back_to_arm7_with_its_urdf_limits(monkeypatch):
     mod = example("arm_p2p")
-    real = mod.robot_path
+    common = sys.modules["common"]  # the examples' shared loaders, imported by arm_p2p
+    real = common.robot_path
 
     def no_panda(name):
         if name == "panda":
             raise LookupError(name)
         return real(name)
 
-    monkeypatch.setattr(mod, "robot_path", no_panda)
+    monkeypatch.setattr(common, "robot_path", no_panda)
     model, limits, tool = mod.load_arm()
     assert (model.name, model.nv, tool) == ("arm7", 7, "tool")
     np.testing.assert_array_equal(limits["effort"][:3], [200, 175, 150])  # arm7.urdf

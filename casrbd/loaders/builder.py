@@ -60,7 +60,8 @@ class Link(NamedTuple):
 
 class Connection(NamedTuple):
     """A joint from link ``parent`` to link ``child``: ``origin`` the joint frame in the parent link's
-    frame, ``joint`` a casrbd joint (None: fixed), position limits or None, armature (nv numbers) or None."""
+    frame, ``joint`` a casrbd joint (None: fixed), position limits or None, armature (nv numbers) or
+    None, velocity and effort limits (nv numbers) or None."""
 
     name: str
     parent: str
@@ -70,6 +71,8 @@ class Connection(NamedTuple):
     lower: object = None
     upper: object = None
     armature: object = None
+    velocity_limit: object = None
+    effort_limit: object = None
 
 
 def tree_order(links, connections, where, error, sort_children=True):
@@ -167,7 +170,7 @@ def build(
         return links[link].inertia
 
     if root_joint is not None:
-        bodies.append(["root_joint", root_joint, -1, SE3.identity(), None, None, None])
+        bodies.append(["root_joint", root_joint, -1, SE3.identity(), None, None, None, None, None])
         inertias.append(link_inertia(root, 0))
         frames.append(Frame(root, 0, SE3.identity()))
     else:
@@ -186,12 +189,12 @@ def build(
                 inertias[parent] = inertias[parent] + _numeric(placement.act_inertia(Y))
         else:
             inertias.append(link_inertia(c.child, len(bodies)))
-            bodies.append([c.name, c.joint, parent, placement, c.lower, c.upper, c.armature])
+            bodies.append([c.name, c.joint, parent, placement, *c[5:]])  # and the limits and armature
             body_of[c.child] = (len(bodies) - 1, SE3.identity())
             if links[c.child].frame:
                 frames.append(Frame(c.child, len(bodies) - 1, SE3.identity()))
     _check_inertias(bodies, inertias, suspects, where, error, notes)
-    records = [Body(n, j, p, X, Y, lo, hi, arm) for (n, j, p, X, lo, hi, arm), Y in zip(bodies, inertias)]
+    records = [Body(n, j, p, X, Y, *limits) for (n, j, p, X, *limits), Y in zip(bodies, inertias)]
     model = Model(name, records, frames, gravity)
     idle = singular_joints(model)
     if idle:

@@ -26,7 +26,12 @@ joint's frame, inertias in the joint's frame):
   principal moments ``body_inertia``); bodies and sites are frames;
 - ``armature`` is ``dof_armature`` plus, for actuators on a hinge or slide,
   the actuator's ``armature`` times its gear squared (MuJoCo adds both to M);
-- gravity is ``<option gravity>``, zero when gravity is disabled.
+- gravity is ``<option gravity>``, zero when gravity is disabled;
+- position limits are ``range`` where limited; effort limits are a joint's
+  ``actuatorfrcrange`` where limited, else the sum over the actuators on a
+  hinge or slide of |gear| times the bound on the actuator's force
+  (``forcerange`` where limited, else |gain| ``ctrlrange`` for a motor, a
+  fixed gain without bias), else none; MJCF has no velocity limits.
 
 Before MuJoCo: the document and every file it ``<include>``s (found as
 MuJoCo finds them: relative to the main file's folder, or to the current
@@ -188,6 +193,7 @@ class _Kinds:
                                                         ("FREE", "BALL", "SLIDE", "HINGE"))  # fmt: skip
         self.TRN_JOINT, self.TRN_TENDON = int(mj.mjtTrn.mjTRN_JOINT), int(mj.mjtTrn.mjTRN_TENDON)
         self.no_gravity = int(mj.mjtDisableBit.mjDSBL_GRAVITY)
+        self.GAIN_FIXED, self.BIAS_NONE = int(mj.mjtGain.mjGAIN_FIXED), int(mj.mjtBias.mjBIAS_NONE)
         self.equality = {int(v): k.replace("mjEQ_", "").lower() for k, v in mj.mjtEq.__members__.items()}
 
 
@@ -308,6 +314,27 @@ def _armature(kinds, m):
     return armature
 
 
+def _effort_limits(kinds, m):
+    """The effort limit of every dof (see the module docstring), inf where there is none."""
+    effort = np.full(m.nv, np.inf)
+    actuated = {}
+    for u, j in _screw_actuators(kinds, m).items():
+        if m.actuator_forcelimited[u]:
+            bound = np.abs(m.actuator_forcerange[u]).max()
+        elif (m.actuator_ctrllimited[u] and int(m.actuator_gaintype[u]) == kinds.GAIN_FIXED
+              and int(m.actuator_biastype[u]) == kinds.BIAS_NONE):  # fmt: skip
+            bound = abs(m.actuator_gainprm[u, 0]) * np.abs(m.actuator_ctrlrange[u]).max()
+        else:
+            bound = np.inf
+        actuated[j] = actuated.get(j, 0.0) + abs(m.actuator_gear[u, 0]) * bound
+    for j, bound in actuated.items():
+        effort[m.jnt_dofadr[j]] = bound
+    for j in np.flatnonzero(getattr(m, "jnt_actfrclimited", np.zeros(m.njnt))):
+        dofs = slice(m.jnt_dofadr[j], m.jnt_dofadr[j] + (3 if int(m.jnt_type[j]) == kinds.BALL else 1))
+        effort[dofs] = np.minimum(effort[dofs], np.abs(m.jnt_actfrcrange[j]).max())
+    return effort
+
+
 def _tree(kinds, m, notes):
     """Links (bodies, sites, the massless links between the joints of one body) and connections, in
     MuJoCo's body order; renamed sites are noted."""
@@ -318,7 +345,7 @@ def _tree(kinds, m, notes):
         if m.site(k).name and sites[k] != m.site(k).name:
             notes.append(f"site {m.site(k).name!r} has the name of a body or site; its frame is {sites[k]!r}")
     joints = _unique([m.joint(j).name for j in range(m.njnt)], "joint", set())
-    armature = _armature(kinds, m)
+    armature, effort = _armature(kinds, m), _effort_limits(kinds, m)
     links, connections = [Link(bodies[0], Inertia.zero(), np.zeros((3, 3)))], []
     for b in range(1, m.nbody):
         R_i = _rotation(m.body_iquat[b])
@@ -338,7 +365,9 @@ def _tree(kinds, m, notes):
                 child = _unique([f"{bodies[b]}:{joints[j]}"], "", taken)[0]
                 links.append(Link(child, Inertia.zero(), np.zeros((3, 3)), frame=False))
             dofs = slice(m.jnt_dofadr[j], m.jnt_dofadr[j] + joint.nv)
-            connections.append(Connection(joints[j], parent, child, origin, joint, lower, upper, armature[dofs]))
+            connections.append(
+                Connection(joints[j], parent, child, origin, joint, lower, upper, armature[dofs], None, effort[dofs])
+            )
             parent, origin, anchor = child, SE3.identity(), p
         if parent != bodies[b]:  # a body without joints, or a body frame off its last joint's anchor
             weld = origin * _translation(-anchor)

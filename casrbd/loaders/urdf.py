@@ -229,8 +229,10 @@ def _axis(uj, where, notes):
 
 def _connection(uj, where, notes):
     kind = FORMAT_TYPES["urdf"][uj.type]
-    lower = upper = joint = None
+    lower = upper = joint = velocity = effort = None
     if kind is not None:
+        if uj.limit is not None:  # as urdfdom, hence Pinocchio: on every moving joint that has a <limit>
+            velocity, effort = [uj.limit.velocity or 0.0], [uj.limit.effort or 0.0]
         if uj.type in ("revolute", "prismatic") and uj.limit is not None:
             lower, upper = uj.limit.lower, uj.limit.upper  # urdfdom and urdf_parser_py default both to 0
             if lower > upper:
@@ -246,7 +248,9 @@ def _connection(uj, where, notes):
                     f"only planes normal to the joint's z axis are supported"
                 )
             joint = JOINT_TYPES[kind]()
-    return Connection(uj.name, uj.parent, uj.child, _origin(uj.origin), joint, lower, upper)
+    if velocity is not None and joint.nv != 1:
+        velocity = effort = None
+    return Connection(uj.name, uj.parent, uj.child, _origin(uj.origin), joint, lower, upper, None, velocity, effort)
 
 
 def _note_mimics(joints, where, notes):

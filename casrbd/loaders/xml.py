@@ -37,6 +37,8 @@ def read_text(source, max_bytes, kind, error):
         data, where = bytes(source), f"{kind} bytes"
     else:
         where = os.fspath(source)
+        if not os.path.exists(where) and isinstance(where, str) and re.fullmatch(r"[\w-]+", where):
+            raise FileNotFoundError(f"no {kind} file {where!r}; for a robot by name, casrbd.load_robot({where!r})")
         data = _read_regular_file(where, max_bytes + 1, error)  # one byte more tells a file over the limit
     if len(data) > max_bytes:
         raise error(f"{where}: larger than the limit of {max_bytes} bytes (max_bytes)")

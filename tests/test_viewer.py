@@ -1,0 +1,132 @@
+"""casrbd.viewer: a trajectory as a self-contained HTML animation, rendered by headless Chromium where it
+is installed (skipped otherwise): the page holds the robot's links where forward kinematics puts them at
+every time, and the browser draws it."""
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import casrbd
+from casrbd import viewer
+
+URDF = """<robot name="two">
+  <material name="blue"><color rgba="0.1 0.3 0.9 1"/></material>
+  <link name="base"><visual><geometry><box size="0.3 0.3 0.1"/></geometry></visual></link>
+  <link name="upper">
+    <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><origin xyz="0 0 0.25"/><geometry><cylinder radius="0.04" length="0.5"/></geometry>
+      <material name="blue"/></visual>
+  </link>
+  <link name="lower">
+    <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><origin xyz="0 0 0.2"/><geometry><sphere radius="0.08"/></geometry></visual>
+  </link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/><axis xyz="1 0 0"/>
+    <origin xyz="0 0 0.05"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/><axis xyz="1 0 0"/>
+    <origin xyz="0 0 0.5"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+</robot>"""
+
+
+def _motion(model):
+    t = np.linspace(0, 1, 21)
+    return t, np.column_stack([1.2 * np.sin(np.pi * t), np.pi * t])
+
+
+def _data(path):
+    return json.loads(re.search(r"const D = (\{.*?\});\n", path.read_text()).group(1))
+
+
+def test_the_page_holds_the_meshes_and_the_link_placements(tmp_path):
+    """Three visuals on three links, placed at every time by forward kinematics (the tip of the upper
+    arm is the elbow's origin); nothing loaded from elsewhere."""
+    model = casrbd.load_urdf(URDF)
+    t, qs = _motion(model)
+    path = tmp_path / "two.html"
+    viewer.write_html(path, model, t, qs, URDF)
+    data = _data(path)
+    assert len(data["meshes"]) == 3 and len(data["poses"]) == len(t)
+    assert not re.search(r"""(src|href)=["']?http""", path.read_text())
+    upper = sorted({"base", "upper", "lower"}).index("upper")
+    for q, pose, joints in zip(qs, data["poses"], data["joints"]):
+        R = np.array(pose[12 * upper : 12 * upper + 9]).reshape(3, 3)
+        p = np.array(pose[12 * upper + 9 : 12 * upper + 12])
+        elbow = casrbd.frame_placement(model, q, "lower")[:3, 3]
+        np.testing.assert_allclose(R @ [0, 0, 0.5] + p, elbow, atol=1e-4)
+        np.testing.assert_allclose(joints[3:6], elbow, atol=1e-4)
+
+
+def test_bad_trajectories_are_refused(tmp_path):
+    model = casrbd.load_urdf(URDF)
+    with pytest.raises(ValueError, match="21 x 2"):
+        viewer.write_html(tmp_path / "x.html", model, np.linspace(0, 1, 21), np.zeros((20, 2)))
+    with pytest.raises(ValueError, match="increase"):
+        viewer.write_html(tmp_path / "x.html", model, np.zeros(21), np.zeros((21, 2)))
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.skip("no Chromium installed")
+
+
+def _screenshot(browser, page, png):
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=640,480",
+            f"--screenshot={png}",
+            page.as_uri() + "#t=0.5",
+        ],  # fmt: skip
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    plt = pytest.importorskip("matplotlib.pyplot")
+    return plt.imread(str(png))[..., :3]
+
+
+def test_chromium_draws_the_robot(tmp_path):
+    """Headless Chromium renders the page at t = 0.5 s: coloured pixels of the blue upper arm, not a
+    blank page (that the links move is checked on the placements above)."""
+    browser = _chromium()
+    model = casrbd.load_urdf(URDF)
+    t, qs = _motion(model)
+    page = tmp_path / "two.html"
+    viewer.write_html(page, model, t, qs, URDF)
+    image = _screenshot(browser, page, tmp_path / "two.png")
+    assert (image[..., 2] > image[..., 0] + 0.2).sum() > 200
+
+
+MJCF = """<mujoco><worldbody><body name="arm"><joint name="hinge" type="hinge" axis="0 1 0"/>
+  <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05" rgba="0.9 0.1 0.1 1"/>
+  <body name="tip" pos="0 0 -0.5"><joint name="slide" type="slide" axis="1 0 0"/><geom type="box" size="0.1 0.1 0.1"/>
+  </body></body></worldbody></mujoco>"""
+
+
+def test_mjcf_geoms_ride_on_their_bodies(tmp_path):
+    """An MJCF file's geoms (through MuJoCo) on the frames of their bodies, coloured as in the file."""
+    pytest.importorskip("mujoco")
+    path = tmp_path / "arm.xml"
+    path.write_text(MJCF)
+    model = casrbd.load_mjcf(str(path))
+    page = tmp_path / "arm.html"
+    viewer.write_html(page, model, [0.0, 1.0], [[0.0, 0.0], [1.0, 0.2]], str(path))
+    data = _data(page)
+    assert len(data["meshes"]) == 2
+    assert [0.9, 0.1, 0.1] in [[round(c, 3) for c in m["c"]] for m in data["meshes"]]
+    tip = sorted({"arm", "tip"}).index("tip")
+    np.testing.assert_allclose(
+        data["poses"][1][12 * tip + 9 : 12 * tip + 12],
+        casrbd.frame_placement(model, [1.0, 0.2], "tip")[:3, 3],
+        atol=1e-4,
+    )
