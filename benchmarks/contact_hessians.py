@@ -9,7 +9,7 @@ returning the Hessian of w1^T out1 + w2^T out2 by the raw (q, v, tau), timed in 
 compiled to C (``benchmarks.measure``; graphs above ``--o1-above`` instructions with -O1):
 
 - analytical: what IPOPT's ``nlp_hess_l`` evaluates at a call of the Function built with
-  jacobian="analytical" (hessian="analytical" by default): the dynamics, the adjoint ``adj1_<name>``
+  jacobian="analytical" (second_order="analytical" by default): the dynamics, the adjoint ``adj1_<name>``
   and its Jacobian ``jac_adj1_<name>`` (``casrbd/algorithms/contact/hessians.py``), the Hessian's
   blocks assembled;
 - AD: casadi's forward-over-reverse Hessian of the same scalar through the dynamics graph

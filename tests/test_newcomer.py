@@ -35,7 +35,7 @@ def _opti_jacobian(options):
     """The constraint Jacobian of one Opti problem (a fresh model: nothing cached) at a fixed point,
     solved under ``options`` (no iteration), and the Opti."""
     model = serial_chain(3, seed=5)
-    aba = casrbd.function(model, "aba", jacobian="analytical", hessian="ad")
+    aba = casrbd.function(model, "aba", jacobian="analytical", second_order="ad")
     opti = ca.Opti()
     q, v, tau = (opti.variable(model.nv) for _ in range(3))
     opti.subject_to(aba(q, v, tau) == 0)
