@@ -258,9 +258,9 @@ def test_gpu_equals_casadi(name):
 
 def test_mppi_example_runs_on_the_cpu(monkeypatch, capsys):
     monkeypatch.setattr(gpu, "available", lambda: (False, "forced off by the test"))
-    argv = ["mppi_gpu.py", "--rollouts", "64", "--horizon", "8", "--steps", "12"]
+    argv = ["mppi_gpu.py", "--rollouts", "64", "--horizon", "10", "--steps", "30"]
     monkeypatch.setattr(sys, "argv", argv)
     result = runpy.run_path(str(ROOT / "examples" / "mppi_gpu.py"), run_name="__main__")["RESULT"]
     out = capsys.readouterr().out
     assert "no GPU" in out and "CPU" in out and "control steps/s" in out
-    assert result["final_distance"] < 0.8 * result["initial_distance"]
+    assert result["final_distance"] < 0.7 * result["initial_distance"]  # it reaches towards the target
