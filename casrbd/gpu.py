@@ -324,9 +324,9 @@ class _Batched:
         ]
         return out[0] if len(out) == 1 else tuple(out)
 
-    def raw(self, *args):
-        """The kernels' own layout: inputs (nnz_i, N), outputs (nnz_j, N) (new arrays, always a tuple);
-        C-contiguous arguments of the precision's dtype are read in place."""
+    def raw(self, *args, out=None):
+        """The kernels' own layout: inputs (nnz_i, N), outputs (nnz_j, N) (a tuple); C-contiguous arguments of
+        the precision's dtype are read in place; ``out``: arrays to write the outputs into (new ones if None)."""
         self._check_count(args)
         arrays = [self.xp.ascontiguousarray(self._array(x)) for x in args]
         N = arrays[0].shape[1] if arrays and arrays[0].ndim == 2 else None
@@ -336,10 +336,20 @@ class _Batched:
                     f"{self.name}: raw argument {name!r} must have shape ({nnz}, N), one state per column, with "
                     f"the same N for every argument; got shape {a.shape}"
                 )
-        outputs = [self.xp.empty((nnz, N), dtype=self.source.dtype) for nnz in self._nnz_out]
+        if out is None:
+            out = [self.xp.empty((nnz, N), dtype=self.source.dtype) for nnz in self._nnz_out]
+        for name, nnz, y in zip(self.names_out, self._nnz_out, out):
+            ok = isinstance(y, self.xp.ndarray) and y.dtype == self.source.dtype and y.flags.c_contiguous
+            if not ok or y.shape != (nnz, N):
+                raise ValueError(
+                    f"{self.name}: out for {name!r} must be a C-contiguous {self.xp.__name__} array of shape "
+                    f"({nnz}, {N}) and dtype {np.dtype(self.source.dtype).name}"
+                )
+        if len(out) != len(self.names_out):
+            raise ValueError(f"{self.name}: out must hold {len(self.names_out)} arrays {self.names_out}")
         if N:
-            self._launch(arrays, outputs, N)
-        return tuple(outputs)
+            self._launch(arrays, out, N)
+        return tuple(out)
 
     def _check_count(self, args):
         if not self.names_in:

@@ -140,7 +140,9 @@ def test_raw_layout_is_the_transposed_batch(built):
     f, model, host = built
     inputs = random_inputs(f, N_STATES, model, seed=1)
     raw_in = [x.reshape(N_STATES, -1, order="F").T if x.ndim == 3 else x.T for x in inputs]
-    for a, r in zip(host.raw(*raw_in), casadi_outputs(f, inputs)):
+    out = [np.full((s.nnz(), N_STATES), np.nan) for s in host.sparsity_out]
+    assert all(a is b for a, b in zip(host.raw(*raw_in, out=out), out))  # written in place
+    for a, r in zip(out, casadi_outputs(f, inputs)):
         assert rel_err(a.T.reshape(r.shape, order="F") if r.ndim == 3 else a.T, r) < TOL
 
 
@@ -202,6 +204,8 @@ def test_bad_input_names_the_culprit():
         host(x)
     with pytest.raises(ValueError, match="raw argument 'x' must have shape \\(3, N\\)"):
         host.raw(x, y.reshape(4, 4).T)
+    with pytest.raises(ValueError, match="out for 'S' must be a C-contiguous numpy array of shape \\(3, 4\\)"):
+        host.raw(x.T, y.reshape(4, 4).T, out=[np.empty((8, 4)), np.empty((4, 3)), np.empty((4, 4))])
     with pytest.raises(ValueError, match="precision"):
         gpu.KernelSource(f, precision="half")
     with pytest.raises(ValueError, match=r"unknown \['nope'\], named twice \['S'\], missing \['yyT'\]"):
