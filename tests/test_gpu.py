@@ -268,3 +268,12 @@ def test_mppi_example_runs_on_the_cpu(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "no GPU" in out and "CPU" in out and "control steps/s" in out
     assert result["final_distance"] < 0.7 * result["initial_distance"]  # it reaches towards the target
+
+
+def test_benchmark_without_a_gpu_says_so(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("pinocchio")
+    from benchmarks.gpu import main
+
+    monkeypatch.setattr(gpu, "available", lambda: (False, "forced off by the test"))
+    assert main(["--parts", "throughput", "--out", str(tmp_path)]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().out and not (tmp_path / "gpu.json").exists()
