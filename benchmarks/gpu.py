@@ -6,7 +6,8 @@ Two parts, each record kept in gpu.json (merged run after run, so a run can be s
 
 - ``static`` (CuPy's NVRTC, no GPU needed): per robot, Function, precision and split (one kernel, or
   one per output), the kernels' registers and spill bytes per thread (ptxas's report), NVRTC's compile
-  time and peak memory (each compile in a fresh process), for --arch (default: the GPU's, else 90);
+  time and peak memory (each compile in a fresh process and an empty cache), for --arch (default: the
+  GPU's, else 90);
 - ``throughput`` (a CUDA GPU): states per second through ``f.raw(..., out=)`` (the kernels' own
   layout, preallocated outputs; CUDA events; the best of 3 timings of at least 0.2 s) at each N of
   --sizes (N capped by the GPU's free memory), and at the largest N through ``f(*args)`` (one state per
@@ -29,6 +30,7 @@ import os
 import platform
 import resource
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -127,24 +129,26 @@ def environment():
 
 
 def _compile_in_child(source, arch):
-    """In a fresh process: NVRTC's build, its seconds and the process's peak memory (MiB)."""
-    path, seconds = gpu.nvrtc_build(source, arch)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return str(path), seconds, peak
+    """In a fresh process and an empty cache: NVRTC's registers and spills per kernel, its seconds and the
+    process's peak memory (MiB)."""
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["CASRBD_CACHE"] = cache
+        path, seconds = gpu.nvrtc_build(source, arch)
+        used = gpu.resources(path)
+    return used, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def static(robot, model, name, precision, split, arch):
     f = casrbd.function(model, name, **options(robot, name))
     source = gpu.KernelSource(f, precision, split)
     with ProcessPoolExecutor(max_workers=1) as pool:  # one process per build: its peak is NVRTC's
-        path, seconds, peak = pool.submit(_compile_in_child, source, arch).result()
-    used = gpu.resources(path)
+        used, seconds, peak = pool.submit(_compile_in_child, source, arch).result()
     return {
         "instructions": f.n_instructions(),
         "kernels": len(source.names),
         "arch": arch,
-        "nvrtc_seconds": seconds,  # None: it came from the cache
-        "nvrtc_peak_mib": peak if seconds is not None else None,
+        "nvrtc_seconds": seconds,
+        "nvrtc_peak_mib": peak,
         "registers": max(r for r, _, _ in used.values()),
         "spill_stores": sum(s for _, s, _ in used.values()),
         "spill_loads": sum(s for _, _, s in used.values()),
@@ -298,20 +302,30 @@ def best(results, robot, name, precision):
     return max(found, key=lambda x: x[0]) if found else None
 
 
+def ordered(records):
+    """Records in the order of ROBOTS, FUNCTIONS, precision, split."""
+
+    def rank(rec):
+        robot = ROBOTS.index(rec["robot"]) if rec["robot"] in ROBOTS else len(ROBOTS)
+        return robot, rec["robot"], FUNCTIONS.index(rec["function"]), rec.get("precision", ""), rec.get("split", "")
+
+    return sorted(records.values(), key=rank)
+
+
 def report(results):
     runs = "\n".join(f"- {json.dumps(env)}" for env in results["runs"])
     lines = ["# casrbd.gpu: batched kernels against the CPU", "", "`python -m benchmarks.gpu`. Runs:", "", runs, ""]
     lines += [
         "## Registers, spills and NVRTC (static, no GPU needed)",
         "",
-        "Per thread, summed over a Function's kernels; spills go to local memory. NVRTC time and peak memory "
-        "of the compiling process ('-': loaded from the cache).",
+        "Per thread, summed over a Function's kernels; spills go to local memory. NVRTC's time and the peak "
+        "memory of the process that ran it (a fresh one, with an empty cache).",
         "",
         "| robot | function | instructions | precision | split | kernels | registers (max) | spill stores / loads "
         "(bytes) | NVRTC s | NVRTC peak MiB |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for rec in results["static"].values():
+    for rec in ordered(results["static"]):
         lines.append(
             f"| {rec['robot']} | {rec['function']} | {rec['instructions']} | {rec['precision']} | "
             f"{_split_name(rec['split'])} | {rec['kernels']} | {rec['registers']} | {rec['spill_stores']} / "
@@ -328,7 +342,7 @@ def report(results):
         "| robot | function | precision | split | " + " | ".join(f"N = {n}" for n in sizes) + " | f(*args) | error |",
         "|---|---|---|---|" + "---|" * len(sizes) + "---|---|",
     ]
-    for rec in results["throughput"].values():
+    for rec in ordered(results["throughput"]):
         rates = [_si(rec["states_per_second"].get(str(n))) for n in sizes]
         flag = "" if rec["ok"] else " **MISMATCH**"
         lines.append(
@@ -346,7 +360,7 @@ def report(results):
         "GPU double / all cores |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for rec in results["cpu"].values():
+    for rec in ordered(results["cpu"]):
         double, single = (best(results, rec["robot"], rec["function"], p) for p in ("double", "single"))
         ratio = _si(double[0] / rec["all_cores"]) if double else "-"
         lines.append(
