@@ -372,6 +372,12 @@ class GPUFunction(_Batched):
         self.path, self.compile_seconds = nvrtc_build(source, cp.cuda.Device().compute_capability, nvrtc_options)
         module = cp.RawModule(path=str(self.path))
         self.kernels = [module.get_function(name) for name in source.names]
+        for kernel in self.kernels:  # a kernel of 255 registers per thread fits 256 threads per block
+            if self.block > kernel.max_threads_per_block:
+                raise ValueError(
+                    f"block={self.block} is more than {kernel.name} can run ({kernel.max_threads_per_block} threads "
+                    f"of {kernel.num_regs} registers each): pass a smaller block"
+                )
 
     def _array(self, x):
         cp = self.xp
