@@ -38,7 +38,7 @@ of kB of local memory): ``split="outputs"`` compiles one kernel per output,
 ["da_dv", "da_dtau"]]`` the groups named; each kernel recomputes what its
 outputs need. Each kernel spills less, but ptxas's report shows the total
 growing (most outputs need most of the graph), so it is off by default;
-``python -m benchmarks.gpu`` measures both. Single precision spills 2.6-7x less.
+``python -m benchmarks.gpu`` measures both. Single precision spills 2.5-7x less.
 
 Checking without a GPU. ``host_function(f)`` compiles the same source with the
 system C++ compiler, the CUDA qualifiers defined away and the thread index
