@@ -201,7 +201,7 @@ def _generate(functions, directory, name):
     return directory / (name + ".c"), directory / (name + ".h")
 
 
-def _compile(compiler, source, target, flags, verbose, label):
+def compile_library(compiler, source, target, flags, verbose, label):
     """Run the compiler; returns (seconds, its output). A compiler that fails, or that says it
     succeeded without writing a library, raises ``CompileError`` with its command and output."""
     cmd = [compiler, *flags, "-fPIC", "-shared", str(source), "-o", str(target), "-lm"]
@@ -328,7 +328,7 @@ def _build(entry, key, everything, name, compiler, flags, verbose, label):
     try:
         c_file, _ = _generate(everything, tmp, name)
         built = tmp / f"{name}.so"
-        seconds, out = _compile(compiler, c_file, built, flags, verbose, label)
+        seconds, out = compile_library(compiler, c_file, built, flags, verbose, label)
         digest = _sha256(built)
         # a name of its own for every build: a rebuilt library never takes the path of one this process
         # loaded before, for which the dynamic loader would hand back the old one

@@ -454,7 +454,7 @@ class HostFunction(_Batched):
             code = directory / f"{source.name}.cpp"
             code.write_text(source.host_code())
             target = directory / "kernels.so"
-            codegen._compile(compiler, code, target, flags, False, source.name)
+            codegen.compile_library(compiler, code, target, flags, False, source.name)
             return target
 
         label = f"{source.name}_{source.precision}_host"
