@@ -12,16 +12,11 @@ import casrbd
 from casrbd import ocp, viewer
 from casrbd.functions import function
 from casrbd.models import robot_path
+from casrbd.spec import choice
 
 ARM_TOOL = {"panda": "panda_hand_tcp", "arm7": "tool"}
 SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 SOLO_LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
-
-
-def _choice(arg, value, valid):
-    if value not in valid:
-        raise ValueError(f"{arg} must be one of {', '.join(map(repr, valid))}, got {value!r}")
-    return value
 
 
 def load_arm():
@@ -160,7 +155,7 @@ def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), 
     import matplotlib.pyplot as plt
 
     for plane in planes:
-        _choice("planes entry", plane, ("xz", "yz", "xy"))
+        choice("planes entry", plane, ("xz", "yz", "xy"))
     figures = [skeleton(model, q, frames) for q in qs]
     panels = [(planes[0], [k]) for k in range(len(qs))] if strip else [(p, range(len(qs))) for p in planes]
     cols = min(4, len(panels)) if strip else len(panels)

@@ -20,7 +20,6 @@
 """
 
 import argparse
-import xml.etree.ElementTree as ET
 
 import casadi as ca
 import common
@@ -28,31 +27,12 @@ import numpy as np
 
 import casrbd
 from casrbd import identification, ocp
-from casrbd.models import robot_path
 from casrbd.parameters import (
     log_cholesky_to_parameters,
     model_parameters,
     parameters_to_log_cholesky,
     pseudo_inertia,
 )
-
-
-def load_arm():
-    """(model, limits): example-robot-data's Panda with its fingers fixed (merged into the hand), else
-    the package's arm7; ``limits``: lower, upper, velocity arrays from the URDF (as examples/arm_p2p.py)."""
-    try:
-        path = robot_path("panda")[0]
-    except LookupError:  # example-robot-data is not installed
-        path = robot_path("arm7")[0]
-    root = ET.parse(path).getroot()
-    for joint in root.iter("joint"):
-        if "finger" in joint.get("name"):
-            joint.set("type", "fixed")
-            for mimic in joint.findall("mimic"):
-                joint.remove(mimic)
-    model = casrbd.load_urdf(ET.tostring(root, encoding="unicode"))
-    limit = {j.get("name"): j.find("limit") for j in root.iter("joint")}
-    return model, {k: np.array([float(limit[n].get(k)) for n in model.names]) for k in ("lower", "upper", "velocity")}
 
 
 def fourier_trajectory(limits, t, rng, harmonics=5, period=10.0, margin=0.8):
@@ -126,7 +106,7 @@ def consistent_fit(model, base, pi_b, information, theta_prior, gamma):
 
 def run(samples=1000, sigma=0.1, candidates=10, prior_error=0.2, gamma=1.0, duration=10.0, seed=0):
     """Simulate, identify and validate; returns a dict of the figures (see ``report``)."""
-    model, limits = load_arm()
+    model, limits, _ = common.load_arm()
     rng = np.random.default_rng(seed)
     base = identification.base_parameters(model, seed=seed)
     t = np.linspace(0, duration, samples, endpoint=False)
