@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from casrbd.models import example_robot_data_dir, load_robot, random_tree
-from casrbd.testing import random_state
+from casrbd.testing import random_state, rel_err
 
 # the constant-subspace joint types, in the order the synthetic trees cycle over them
 SYNTHETIC_TYPES = ("revolute", "helical", "prismatic", "spherical", "planar", "floating")
@@ -113,3 +113,24 @@ def robot_states(name, n, salt):
     model = get_model(name)
     rng = np.random.default_rng(sum(map(ord, name)) + salt)
     return RobotStates(name, model, [random_state(model, rng) for _ in range(n)])
+
+
+def called(fun):
+    """Names of the Functions a Function's graph calls, recursively."""
+    return {g.name() for g in fun.find_functions()}
+
+
+def assert_exact_hessian_is_analytical(hess_l, iterates, name, tol):
+    """IPOPT's exact Hessian of two solves of one problem, {"analytical": ..., "ad": ...}: the first
+    calls the analytical contracted Hessian jac_adj1_<name> and the second does not, both take the
+    same iterates, and the two nlp_hess_l agree at a random point."""
+    assert "jac_adj1_" + name in called(hess_l["analytical"])
+    assert "jac_adj1_" + name not in called(hess_l["ad"])
+    assert len(iterates["analytical"]) == len(iterates["ad"])
+    for a, b in zip(iterates["analytical"], iterates["ad"]):
+        assert rel_err(a, b) < 1e-8
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=hess_l["ad"].size1_in(0))
+    lam_g = rng.normal(size=hess_l["ad"].size1_in(3))
+    values = [np.array(hess_l[h](x, [], 1.0, lam_g)) for h in ("analytical", "ad")]
+    assert rel_err(values[0], values[1]) < tol
