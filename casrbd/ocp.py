@@ -242,6 +242,80 @@ def gauss_newton(f):
     return ca.Function(name, args, outputs, names_in, names_out, {"cache": {adj.name(): adj}})
 
 
+def gauss_newton_stage(name, cost, inner):
+    """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
+    its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
+    per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once.
+
+    ``cost``: an SX Function (x, u, p, y) -> scalar; ``inner``: a Function (x, u) -> (x_next, y) (the
+    dynamics and the cost's residuals: kinematics, contact forces). The Jacobian (``jac_``) is
+    [dc/d(x, u, p); d x_next/d(x, u, p)] with dc/dw = T^T grad c, T = d(x, u, p, y)/d(x, u, p) from one
+    call of inner's Jacobian; the reverse mode (``adj1_``) uses the same blocks, and its Jacobian
+    (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T: no curvature of inner,
+    as ``gauss_newton``. Build the NLP from calls of it, or compile it (``compile_stages``)."""
+    x, u = ca.MX.sym("x", inner.sparsity_in(0)), ca.MX.sym("u", inner.sparsity_in(1))
+    p = ca.MX.sym("p", cost.sparsity_in(2))
+    nx, nu, np_ = x.numel(), u.numel(), p.numel()
+    x_next, y = inner(x, u)
+    ny = y.numel()
+    # the cost's gradient and Hessian by (x, u, p, y), one SX graph
+    w = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+    c = cost(*w)
+    W = ca.vertcat(*[ca.vec(v) for v in w])
+    H, g = ca.hessian(c, W)
+    derivatives = ca.Function(f"{name}_cost_derivatives", w, [g, H])
+    g, H = derivatives(x, u, p, y)
+    J = inner.jacobian()(x, u, x_next, y)
+    dxn = ca.horzcat(J[0], J[1], ca.MX(nx, np_))
+    T = ca.vertcat(ca.MX.eye(nx + nu + np_), ca.horzcat(J[2], J[3], ca.MX(ny, np_)))
+    G = ca.mtimes(T.T, g)
+    out_c, out_xn = ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)
+    adj_c, adj_xn = ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)
+    parts = [(0, nx), (nx, nx + nu), (nx + nu, nx + nu + np_)]
+    inputs = [x, u, p]
+    names = ["x", "u", "p"]
+    jac = ca.Function(
+        "jac_" + name,
+        inputs + [out_c, out_xn],
+        [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts],
+        names + ["out_cost", "out_x_next"],
+        [f"jac_{o}_{n}" for o in ("cost", "x_next") for n in names],
+    )
+    adjoint = adj_c * G + ca.mtimes(dxn.T, adj_xn)
+    HS = adj_c * ca.mtimes(T.T, ca.mtimes(H, T))
+    seeds = [out_c, out_xn, adj_c, adj_xn]
+    seed_names = ["out_cost", "out_x_next", "adj_cost", "adj_x_next"]
+    blocks = []
+    for a, b in parts:
+        blocks += [HS[a:b, c:d] for c, d in parts]
+        blocks += [ca.MX(b - a, 1), ca.MX(b - a, nx), G[a:b], dxn[:, a:b].T]
+    adj_names = ["adj_" + n for n in names]
+    out_adj = [ca.MX.sym("out_" + n, v.sparsity()) for n, v in zip(adj_names, inputs)]
+    jac_adj = ca.Function(
+        "jac_adj1_" + name,
+        inputs + seeds + out_adj,
+        blocks,
+        names + seed_names + ["out_" + n for n in adj_names],
+        [f"jac_{n}_{m}" for n in adj_names for m in names + seed_names],
+    )
+    adj = ca.Function(
+        "adj1_" + name,
+        inputs + seeds,
+        [adjoint[a:b] for a, b in parts],
+        names + seed_names,
+        adj_names,
+        {"custom_jacobian": jac_adj, "jac_penalty": 0},
+    )
+    return ca.Function(
+        name,
+        inputs,
+        [cost(x, u, p, y), x_next],
+        names,
+        ["cost", "x_next"],
+        {"custom_jacobian": jac, "jac_penalty": 0.5, "cache": {adj.name(): adj}},
+    )
+
+
 def sx_second_order(f):
     """The SX Function f with its reverse mode (``adj1_``) and that adjoint's Jacobian (``jac_adj1_``)
     as SX graphs of their own, in f's derivative cache: casadi's exact Hessian of a call of f then

@@ -92,9 +92,6 @@ def barrier(r, lb, ub):
     return 0.5 * (ca.sumsqr(ca.fmax(r - ub, 0)) + ca.sumsqr(ca.fmin(r - lb, 0)))
 
 
-_gauss_newton = functools.cache(ocp.gauss_newton)  # one wrapper per Function: one C name per library
-
-
 @functools.cache
 def kinematics(model):
     """q -> (CoM, the feet's positions, q (-) STANDING), one SX graph (its Jacobian by AD is compact)."""
@@ -127,15 +124,15 @@ def dynamics(model, feet, dt, kd=50.0):
 
 def stage_function(model, feet, kind, dt, hessian="exact"):
     """(x, u, p) -> (cost, x_next) of a knot: ``kind`` "running", "impulse" (u empty) or "terminal";
-    p = [CoM target, its weight, 4 foot targets, their weights]; ``feet``: the contact set. It holds
-    three calls: the kinematics, the dynamics and the cost's arithmetic (one SX graph, so that casadi
-    differentiates it as a whole, not operation by operation in MX)."""
+    p = [CoM target, its weight, 4 foot targets, their weights]; ``feet``: the contact set. The cost
+    is one SX graph of (x, u, p, y), y = (CoM, feet, q (-) STANDING, contact forces) from the calls of
+    the kinematics and the dynamics; "gauss-newton" writes out its derivatives (``ocp.gauss_newton_stage``)."""
     nq, nv, nu = model.nq, model.nv, model.nv - 6
     name = "_".join([kind, *(f[0] + f[1] for f in feet)])  # a C identifier, unique per knot type
-    gn = _gauss_newton if hessian == "gauss-newton" else (lambda f: f)
-    kin, nf = kinematics(model), len(feet) if kind == "running" else 0
+    nf = len(feet) if kind == "running" else 0
     x, u, p = ca.SX.sym("x", nq + nv), ca.SX.sym("u", nu if kind == "running" else 0), ca.SX.sym("p", 20)
-    (com, *P, dq), lam = [ca.SX.sym(n, kin.sparsity_out(n)) for n in kin.name_out()], ca.SX.sym("lam", 3 * nf)
+    y = ca.SX.sym("y", 15 + nv + 3 * nf)
+    com, P, dq, lam = y[:3], [y[3 + 3 * i : 6 + 3 * i] for i in range(4)], y[15 : 15 + nv], y[15 + nv :]
     q, v = x[:nq], x[nq:]
     cost = 0.5 * p[3] * ca.sumsqr(com - p[:3])
     cost += 0.5 * sum(p[16 + i] * ca.sumsqr(P[i] - p[4 + 3 * i : 7 + 3 * i]) for i in range(4))
@@ -151,12 +148,16 @@ def stage_function(model, feet, kind, dt, hessian="exact"):
         cost += 10 * barrier(cone, np.tile([-np.inf] * 4 + [0], nf), np.tile([0.0] * 4 + [np.inf], nf))
     if kind == "running":
         cost = dt * (cost + 0.1 * 0.5 * ca.sumsqr(u))
-    cost = ocp.sx_second_order(ca.Function("cost_" + name, [x, u, p, com, *P, dq, lam], [cost]))
+    cost = ca.Function("cost_" + name, [x, u, p, y], [cost], ["x", "u", "p", "y"], ["cost"])
     X, U, Pm = ca.MX.sym("x", nq + nv), ca.MX.sym("u", u.numel()), ca.MX.sym("p", 20)
     x_next, forces = X, ca.MX(0, 1)
     if kind != "terminal":
-        x_next, forces = gn(dynamics(model, feet, dt if kind == "running" else 0.0))(X, U)
-    c = cost(X, U, Pm, *gn(kin)(X[:nq]), forces if nf else ca.MX(0, 1))
+        x_next, forces = dynamics(model, feet, dt if kind == "running" else 0.0)(X, U)
+    Y = ca.vertcat(*kinematics(model)(X[:nq]), forces if nf else ca.MX(0, 1))
+    inner = ca.Function("inner_" + name, [X, U], [x_next, Y], ["x", "u"], ["x_next", "y"])
+    if hessian == "gauss-newton":
+        return ocp.gauss_newton_stage(name, cost, inner)
+    c = ocp.sx_second_order(cost)(X, U, Pm, Y)
     return ca.Function(name, [X, U, Pm], [c, x_next], ["x", "u", "p"], ["cost", "x_next"])
 
 

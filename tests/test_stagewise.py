@@ -80,6 +80,35 @@ def test_gauss_newton_keeps_the_jacobian_and_drops_the_curvature():
     assert np.abs(np.array(Hc(point["x"], point["u"], [1.0, 1.0, 1.0]))).max() == 0
 
 
+def test_gauss_newton_stage_derivatives_equal_ad_and_the_wrapped_gauss_newton_model():
+    """gauss_newton_stage's written-out Jacobian equals casadi's AD of the plain stage, and the Hessian
+    of a call (its jac_adj1_) equals the one casadi takes through gauss_newton(inner)."""
+    step, residual = pendulum()
+    x, u, p, y = ca.SX.sym("x", 2), ca.SX.sym("u"), ca.SX.sym("p", 2), ca.SX.sym("y", 3)
+    cost = ca.Function("c", [x, u, p, y], [p[0] * ca.sumsqr(y) + ca.fmax(y[2] - p[1], 0) ** 2 + ca.sin(x[0]) * u])
+    X, U, P = ca.MX.sym("x", 2), ca.MX.sym("u"), ca.MX.sym("p", 2)
+    inner = ca.Function("inner", [X, U], [step(X, U), residual(X, U)])
+    stage = ocp.gauss_newton_stage("pendulum_gn", cost, inner)
+    reference = ocp.gauss_newton(inner)(X, U)
+    plain = ca.vertcat(cost(X, U, P, reference[1]), reference[0])
+    called = ca.vertcat(*stage(X, U, P))
+    w, lam = ca.vertcat(X, U), ca.MX.sym("lam", 3)
+    pair = ca.Function(
+        "pair",
+        [X, U, P, lam],
+        [
+            ca.jacobian(called, ca.vertcat(w, P)),
+            ca.jacobian(plain, ca.vertcat(w, P)),
+            ca.hessian(ca.dot(lam, called), w)[0],
+            ca.hessian(ca.dot(lam, plain), w)[0],
+        ],
+    )
+    for point in ([0.7, -1.3], 0.4, [2.0, 0.5], [1.5, -0.5, 2.0]), ([2.0, 0.1], -2.3, [0.5, -0.2], [0.3, 1.0, 0.0]):
+        J, J_ad, H, H_gn = (np.array(m) for m in pair(*point))
+        np.testing.assert_allclose(J, J_ad, atol=1e-13)
+        np.testing.assert_allclose(H, H_gn, atol=1e-12)
+
+
 def test_sx_second_order_gives_casadis_hessian():
     """The Hessian of a cost through sx_second_order's compact adjoint equals casadi's own (AD of the plain
     Function), and jac_adj1_<name> sits in the adjoint's derivative cache, where casadi looks first."""
