@@ -347,9 +347,12 @@ def sx_second_order(f):
 
 def stage_derivatives(f):
     """f and the derivatives an NLP solver asks of its calls: ``jac_<f>`` (the constraint Jacobian and
-    the gradient), ``adj1_<f>`` and ``jac_adj1_<f>`` (the exact Hessian's forward-over-reverse)."""
+    the gradient), ``adj1_<f>`` and ``jac_adj1_<f>`` (the exact Hessian's forward-over-reverse), less
+    those f carries as custom derivatives, which ``casrbd.codegen`` ships with f."""
+    shipped = set(f.cache())  # before asking: casadi caches what it builds on request too
     adjoint = f.reverse(1)
-    return [f, f.jacobian(), adjoint, adjoint.jacobian()]
+    shipped |= set(adjoint.cache()) if adjoint.name() in shipped else set()
+    return [f] + [g for g in (f.jacobian(), adjoint, adjoint.jacobian()) if g.name() not in shipped]
 
 
 def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
