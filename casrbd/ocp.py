@@ -347,12 +347,16 @@ def sx_second_order(f):
 
 def stage_derivatives(f):
     """f and the derivatives an NLP solver asks of its calls: ``jac_<f>`` (the constraint Jacobian and
-    the gradient), ``adj1_<f>`` and ``jac_adj1_<f>`` (the exact Hessian's forward-over-reverse), less
-    those f carries as custom derivatives, which ``casrbd.codegen`` ships with f."""
-    shipped = set(f.cache())  # before asking: casadi caches what it builds on request too
+    the gradient), ``adj1_<f>`` and ``jac_adj1_<f>`` (the exact Hessian's forward-over-reverse), the
+    custom ones where f carries them; each as a plain graph of its own (no derivative options, calls
+    inlined one level), so that C code generation writes the Functions they call once."""
     adjoint = f.reverse(1)
-    shipped |= set(adjoint.cache()) if adjoint.name() in shipped else set()
-    return [f] + [g for g in (f.jacobian(), adjoint, adjoint.jacobian()) if g.name() not in shipped]
+    return [_plain(g) for g in (f, f.jacobian(), adjoint, adjoint.jacobian())]
+
+
+def _plain(g):
+    args = g.mx_in()
+    return ca.Function(g.name(), args, g.call(args, True, False), g.name_in(), g.name_out())
 
 
 def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
