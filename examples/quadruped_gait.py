@@ -9,9 +9,12 @@ knot (``impulse_dynamics``: velocity jump, no control). Costs per knot: CoM and
 swing-foot tracking, the friction cone of each stance foot and the state bounds
 as quadratic barriers, weighted state and control regularisation, times dt at
 running knots. Variables and constraints go stage by stage (``ocp.Stagewise``),
-so fatrop solves it by a Riccati recursion; ``--hessian gauss-newton`` drops
-the dynamics' and residuals' curvature from the exact Hessian, as Crocoddyl's
-FDDP does. The guess: the standing state at every knot, quasi-static torques.
+so fatrop solves it by a Riccati recursion, IPOPT as well (``--solver``). The
+``--hessian gauss-newton`` stages write out their Jacobian and Gauss-Newton
+Hessian (``ocp.gauss_newton_stage``: no curvature of the dynamics and the
+residuals, as in Crocoddyl's FDDP); ``--compiled`` compiles the few distinct
+stage Functions with them (``ocp.compile_stages``), so that the NLP holds only
+calls. The guess: the standing state at every knot, quasi-static torques.
 
     python examples/quadruped_gait.py --problem jump --solver ipopt --hessian gauss-newton --compiled
 """
