@@ -11,9 +11,10 @@ analytical Jacobian, adjoint and contracted Hessian: ``casrbd.function``'s
 ``second_order="analytical"``); in casadi's VM, and compiled: the NLP's own
 functions (nlp_f, nlp_g, nlp_grad_f, nlp_jac_g, nlp_hess_l, with the dynamics
 and their derivatives inside) generated to C and compiled by casadi's jit
-(``ocp.solver_options(compiled=True)``, gcc -O1). The contact dynamics (trot)
-and the centroidal momentum (weight shift) have an analytical Jacobian and no
-analytical second order: two modes, in the VM only (``VM_ONLY``). MPC re-creates its solver after the cold
+(``ocp.solver_options(compiled=True)``, gcc -O1). The trot (contact dynamics) is
+benchmarked against Crocoddyl in benchmarks/crocoddyl.py. The centroidal momentum
+(weight shift) has an analytical Jacobian and no analytical second order: two
+modes, in the VM only (``VM_ONLY``). MPC re-creates its solver after the cold
 start, so its compiled runs load a dynamics library (``ocp.dynamics(compiled=True)``,
 built once) and keep the NLP in the VM. Writes benchmarks/results/ocp.md,
 ocp.png and the examples' own plots.
@@ -41,13 +42,12 @@ from casrbd import ocp
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-EXAMPLES = ("swingup", "arm_p2p", "legged", "mpc_arm", "quadruped_gait", "humanoid_com")
+EXAMPLES = ("swingup", "arm_p2p", "legged", "mpc_arm", "humanoid_com")  # the trot: benchmarks/crocoddyl.py
 FULL = {
     "swingup": {"nodes": 60},
     "arm_p2p": {"nodes": 40},
     "legged": {"nodes": 40},
     "mpc_arm": {"steps": 40, "nodes": 10},
-    "quadruped_gait": {"nodes": 32},
     "humanoid_com": {"nodes": 20},
 }
 QUICK = {
@@ -55,22 +55,20 @@ QUICK = {
     "arm_p2p": {"nodes": 12},
     "legged": {"nodes": 12},
     "mpc_arm": {"steps": 3, "nodes": 5},
-    "quadruped_gait": {"nodes": 12},
     "humanoid_com": {"nodes": 8},
 }
 # mode -> (jacobian, second_order)
 MODES = {"AD": ("ad", None), "J": ("analytical", "ad"), "J+H": ("analytical", "analytical")}
 SECOND_ORDER = ("swingup", "arm_p2p", "legged", "mpc_arm")  # their dynamics have an analytical second order
-# in the VM only: casadi's jit of the trot NLP (AD's second derivatives of the contact dynamics at 32
+# in the VM only: casadi's jit of a trot NLP (AD's second derivatives of the contact dynamics at 32
 # nodes in nlp_hess_l) did not finish, gcc -O1 stopped after 11 min at 6.6 GB; the humanoid's
 # (talos_reduced's centroidal graph) was not tried after that
-VM_ONLY = ("quadruped_gait", "humanoid_com")
+VM_ONLY = ("humanoid_com",)
 PLOTS = {
     "swingup": "ocp_swingup.png",
     "arm_p2p": "ocp_arm.png",
     "legged": "ocp_legged.png",
     "mpc_arm": "ocp_mpc.png",
-    "quadruped_gait": "ocp_trot.png",
     "humanoid_com": "ocp_humanoid.png",
 }
 
@@ -181,7 +179,7 @@ NOTES = """
 
 - `code`: VM is casadi's virtual machine; C is the whole NLP generated to C and compiled by casadi's
   jit (gcc -O1; `setup` includes that compile); MPC's C is its dynamics library, with the NLP in the VM.
-  quadruped_gait and humanoid_com run in the VM only: the jit of the trot NLP, with AD's second
+  humanoid_com runs in the VM only: the jit of a trot NLP, with AD's second
   derivatives of the contact dynamics in its Hessian, did not finish (gcc -O1 stopped after 11 min at
   6.6 GB); the humanoid's was not tried.
 - `derivatives`: AD, casadi's AD of the dynamics graph; J, the analytical Jacobian with AD's second

@@ -3,8 +3,11 @@
 Only what every example in ``examples/`` would otherwise repeat: the
 dynamics Function with analytical or AD Jacobians (optionally compiled to
 C), explicit RK4 and implicit-Euler transcriptions of forward dynamics, the
-Euler state update on the configuration manifold, IPOPT options and the
-solver statistics. The problems themselves stay plain casadi.
+Euler state update on the configuration manifold, a stage-wise declaration
+order for Opti (``Stagewise``: what fatrop's structure detection needs), a
+Gauss-Newton model of a Function's curvature (``gauss_newton``), IPOPT and
+fatrop options and the solver statistics. The problems themselves stay plain
+casadi.
 
 The analytical Jacobian of ``casrbd.function(..., jacobian="analytical")``
 takes effect where casadi differentiates a *call* of the Function, that is
@@ -20,6 +23,7 @@ from . import codegen
 from .functions import function
 
 JACOBIANS = ("analytical", "ad")
+SOLVERS = ("ipopt", "fatrop")
 HESSIANS = ("exact", "limited-memory")
 DYNAMICS = ("aba", "rnea")
 COMPILE_FLAGS = ("-O1",)
@@ -136,23 +140,266 @@ def euler_step(model, q, v, a, dt):
     return function(model, "integrate")(q, v * dt), v + a * dt
 
 
-def solver_options(hessian="exact", warm_start=False, verbose=False, compiled=False, flags=COMPILE_FLAGS, **ipopt):
-    """Options for ``opti.solver("ipopt", ...)``; ``ipopt`` adds IPOPT options by name.
+class Stagewise:
+    """Opti with the variables and constraints of an optimal control problem declared stage by stage.
 
-    ``warm_start``: start from the given primal and dual values (for MPC).
+    ``state(n)`` declares x_0; then per stage ``control(n)`` declares u_k,
+    ``subject_to`` collects the stage's path constraints (on x_k and u_k) and
+    ``step(x_next)`` declares x_{k+1}, the gap-closing constraint
+    x_{k+1} == x_next, and then the collected path constraints; ``solver``
+    declares the constraints of the last stage (on x_N) and picks the solver.
+    In that order the NLP's variables are (x_0, u_0, x_1, u_1, ..., x_N) and
+    each stage's path constraints follow its gap-closing constraint: the
+    structure fatrop (``structure_detection="auto"``) recognises and solves by a
+    Riccati recursion (a path constraint on x_k declared before u_k breaks it).
+    IPOPT takes the same problem. Only the order is prescribed: costs,
+    constraints and dynamics are casadi expressions, and the Opti is
+    ``self.opti``."""
+
+    def __init__(self, opti=None):
+        self.opti = ca.Opti() if opti is None else opti
+        self.x, self.u, self._path = [], [], []
+
+    def state(self, n):
+        """x_0: the first stage's state (the next ones come from ``step``)."""
+        if self.x:
+            raise RuntimeError("state() declares x_0 only; the next states come from step()")
+        self.x.append(self.opti.variable(n))
+        return self.x[-1]
+
+    def control(self, n):
+        """u_k of the current stage (n = 0: a stage without control, an impulse), before ``step``."""
+        if len(self.u) != len(self.x) - 1 or not self.x:
+            raise RuntimeError("control() comes once per stage, after state() or step()")
+        self.u.append(self.opti.variable(n) if n else ca.MX(0, 1))
+        return self.u[-1]
+
+    def subject_to(self, *constraints):
+        """Path constraints of the current stage, declared by the next ``step`` (or ``solver``)."""
+        self._path.extend(constraints)
+
+    def step(self, x_next):
+        """x_{k+1}, declared with the gap-closing constraint x_{k+1} == x_next (an expression of x_k, u_k),
+        then the stage's path constraints."""
+        if len(self.u) != len(self.x):
+            raise RuntimeError("step() closes a stage: declare its control first (control(0) for none)")
+        x = self.opti.variable(*x_next.shape)
+        self.opti.subject_to(x == x_next)
+        self.x.append(x)
+        self._declare_path()
+        return x
+
+    def solver(self, name, options=None):
+        """The last stage's path constraints, then ``opti.solver(name, options)``."""
+        self._declare_path()
+        self.opti.solver(name, options or {})
+
+    def _declare_path(self):
+        for c in self._path:
+            self.opti.subject_to(c)
+        self._path = []
+
+
+def gauss_newton(f):
+    """f with casadi's second derivatives through it dropped: a Gauss-Newton model of its curvature.
+
+    The returned Function evaluates f and differentiates it once as f does
+    (its Jacobian, analytical where f's is); its reverse mode (``adj1_``) has
+    a custom Jacobian with the blocks by f's inputs set to zero and the block
+    by the adjoint seed J^T. In the exact Hessian of the Lagrangian (IPOPT's and
+    fatrop's forward-over-reverse) a cost phi(f(x)) then contributes
+    J^T phi'' J and a constraint f(x) = 0 nothing: the model of Crocoddyl's
+    DDP and of a Gauss-Newton SQP, positive semi-definite for convex phi."""
+    names_in, names_out = f.name_in(), f.name_out()
+    args = [ca.MX.sym(n, f.sparsity_in(i)) for i, n in enumerate(names_in)]
+    outs = [ca.MX.sym("out_" + n, f.sparsity_out(i)) for i, n in enumerate(names_out)]
+    seeds = [ca.MX.sym("adj_" + n, f.sparsity_out(i)) for i, n in enumerate(names_out)]
+    adjoints = f.reverse(1)(*args, *outs, *seeds)
+    adjoints = [adjoints] if isinstance(adjoints, ca.MX) else adjoints
+    J = f.jacobian()(*args, *outs)
+    J = [J] if isinstance(J, ca.MX) else J
+    blocks = []  # d adj_x_i / d (inputs, outputs, seeds): zero, zero, J_ji^T
+    for i, x in enumerate(args):
+        blocks += [ca.MX(x.numel(), y.numel()) for y in args + outs]
+        blocks += [J[j * f.n_in() + i].T for j in range(f.n_out())]
+    inputs = args + outs + seeds
+    input_names = [*names_in, *("out_" + n for n in names_out), *("adj_" + n for n in names_out)]
+    adjoint_names = ["adj_" + n for n in names_in]
+    name = "gn_" + f.name()
+    jac = ca.Function(
+        "jac_adj1_" + name,
+        inputs + [ca.MX.sym("out_" + n, x.sparsity()) for n, x in zip(adjoint_names, args)],
+        blocks,
+        input_names + ["out_" + n for n in adjoint_names],
+        [f"jac_{n}_{m}" for n in adjoint_names for m in input_names],
+    )
+    adj = ca.Function(
+        "adj1_" + name, inputs, adjoints, input_names, adjoint_names, {"custom_jacobian": jac, "jac_penalty": 0}
+    )
+    outputs = f(*args)
+    outputs = [outputs] if isinstance(outputs, ca.MX) else outputs
+    return ca.Function(name, args, outputs, names_in, names_out, {"cache": {adj.name(): adj}})
+
+
+def gauss_newton_stage(name, cost, inner):
+    """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
+    its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
+    per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once.
+
+    ``cost``: an SX Function (x, u, p, y) -> scalar; ``inner``: a Function (x, u) -> (x_next, y) (the
+    dynamics and the cost's residuals: kinematics, contact forces). The Jacobian (``jac_``) is
+    [dc/d(x, u, p); d x_next/d(x, u, p)] with dc/dw = T^T grad c, T = d(x, u, p, y)/d(x, u, p) from one
+    call of inner's Jacobian; the reverse mode (``adj1_``) uses the same blocks, and its Jacobian
+    (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T: no curvature of inner,
+    as ``gauss_newton``. Build the NLP from calls of it, or compile it (``compile_stages``)."""
+    x, u = ca.MX.sym("x", inner.sparsity_in(0)), ca.MX.sym("u", inner.sparsity_in(1))
+    p = ca.MX.sym("p", cost.sparsity_in(2))
+    nx, nu, np_ = x.numel(), u.numel(), p.numel()
+    x_next, y = inner(x, u)
+    ny = y.numel()
+    # the cost's gradient and Hessian by (x, u, p, y), one SX graph
+    w = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+    c = cost(*w)
+    W = ca.vertcat(*[ca.vec(v) for v in w])
+    H, g = ca.hessian(c, W)
+    derivatives = ca.Function(f"{name}_cost_derivatives", w, [g, H])
+    g, H = derivatives(x, u, p, y)
+    J = inner.jacobian()(x, u, x_next, y)
+    dxn = ca.horzcat(J[0], J[1], ca.MX(nx, np_))
+    T = ca.vertcat(ca.MX.eye(nx + nu + np_), ca.horzcat(J[2], J[3], ca.MX(ny, np_)))
+    G = ca.mtimes(T.T, g)
+    out_c, out_xn = ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)
+    adj_c, adj_xn = ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)
+    parts = [(0, nx), (nx, nx + nu), (nx + nu, nx + nu + np_)]
+    inputs = [x, u, p]
+    names = ["x", "u", "p"]
+    jac = ca.Function(
+        "jac_" + name,
+        inputs + [out_c, out_xn],
+        [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts],
+        names + ["out_cost", "out_x_next"],
+        [f"jac_{o}_{n}" for o in ("cost", "x_next") for n in names],
+    )
+    adjoint = adj_c * G + ca.mtimes(dxn.T, adj_xn)
+    HS = adj_c * ca.mtimes(T.T, ca.mtimes(H, T))
+    seeds = [out_c, out_xn, adj_c, adj_xn]
+    seed_names = ["out_cost", "out_x_next", "adj_cost", "adj_x_next"]
+    blocks = []
+    for a, b in parts:
+        blocks += [HS[a:b, c:d] for c, d in parts]
+        blocks += [ca.MX(b - a, 1), ca.MX(b - a, nx), G[a:b], dxn[:, a:b].T]
+    adj_names = ["adj_" + n for n in names]
+    out_adj = [ca.MX.sym("out_" + n, v.sparsity()) for n, v in zip(adj_names, inputs)]
+    jac_adj = ca.Function(
+        "jac_adj1_" + name,
+        inputs + seeds + out_adj,
+        blocks,
+        names + seed_names + ["out_" + n for n in adj_names],
+        [f"jac_{n}_{m}" for n in adj_names for m in names + seed_names],
+    )
+    adj = ca.Function(
+        "adj1_" + name,
+        inputs + seeds,
+        [adjoint[a:b] for a, b in parts],
+        names + seed_names,
+        adj_names,
+        {"custom_jacobian": jac_adj, "jac_penalty": 0},
+    )
+    return ca.Function(
+        name,
+        inputs,
+        [cost(x, u, p, y), x_next],
+        names,
+        ["cost", "x_next"],
+        {"custom_jacobian": jac, "jac_penalty": 0.5, "cache": {adj.name(): adj}},
+    )
+
+
+def sx_second_order(f):
+    """The SX Function f with its reverse mode (``adj1_``) and that adjoint's Jacobian (``jac_adj1_``)
+    as SX graphs of their own, in f's derivative cache: casadi's exact Hessian of a call of f then
+    evaluates one compact sparse Hessian (AD of the SX adjoint) instead of forward-over-reverse with
+    one copy of the adjoint per direction, which is what the code for a small cost with many inputs
+    is otherwise made of."""
+    if not f.is_a("SXFunction"):
+        raise TypeError(f"sx_second_order takes an SX Function, got {f.name()!r} ({f.class_name()})")
+    args, outs = f.sx_in(), f(*f.sx_in()) if f.n_out() > 1 else [f(*f.sx_in())]
+    nominal = [ca.SX.sym("out_" + n, f.sparsity_out(i)) for i, n in enumerate(f.name_out())]
+    seeds = [ca.SX.sym("adj_" + n, f.sparsity_out(i)) for i, n in enumerate(f.name_out())]
+    inner = sum(ca.dot(o, s) for o, s in zip(outs, seeds))
+    adjoints = [ca.reshape(ca.gradient(inner, x), x.shape) for x in args]
+    inputs = args + nominal + seeds
+    input_names = [*f.name_in(), *("out_" + n for n in f.name_out()), *("adj_" + n for n in f.name_out())]
+    adjoint_names = ["adj_" + n for n in f.name_in()]
+    jac = ca.Function(
+        "jac_adj1_" + f.name(),
+        inputs + [ca.SX.sym("out_" + n, x.sparsity()) for n, x in zip(adjoint_names, args)],
+        ca.cse([ca.jacobian(a, y) for a in adjoints for y in inputs]),
+        input_names + ["out_" + n for n in adjoint_names],
+        [f"jac_{n}_{m}" for n in adjoint_names for m in input_names],
+    )
+    adj = ca.Function(
+        "adj1_" + f.name(), inputs, adjoints, input_names, adjoint_names, {"custom_jacobian": jac, "jac_penalty": 0}
+    )
+    return ca.Function(f.name(), args, outs, f.name_in(), f.name_out(), {"cache": {adj.name(): adj}})
+
+
+def stage_derivatives(f):
+    """f and the derivatives an NLP solver asks of its calls: ``jac_<f>`` (the constraint Jacobian and
+    the gradient), ``adj1_<f>`` and ``jac_adj1_<f>`` (the exact Hessian's forward-over-reverse), the
+    custom ones where f carries them; each as a plain graph of its own (no derivative options, calls
+    inlined one level), so that C code generation writes the Functions they call once."""
+    adjoint = f.reverse(1)
+    return [_plain(g) for g in (f, f.jacobian(), adjoint, adjoint.jacobian())]
+
+
+def _plain(g):
+    args = g.mx_in()
+    return ca.Function(g.name(), args, g.call(args, True, False), g.name_in(), g.name_out())
+
+
+def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
+    """The stage Functions of an optimal control problem (each called at many knots) compiled to C
+    with their derivatives (``stage_derivatives``) into one library (cached on disk by
+    ``casrbd.codegen``) and loaded back: an NLP built from calls of them evaluates compiled code in
+    every iteration, and casadi finds each derivative in the library by its name. Use Gauss-Newton
+    stages (``gauss_newton``) unless their second derivatives are small: casadi's AD of the contact
+    dynamics writes megabytes of C. Returns the loaded Functions in the given order."""
+    names = [f.name() for f in functions]
+    if len(set(names)) != len(names):
+        raise ValueError(f"compile_stages: the stage Functions need distinct names, got {names}")
+    lib = codegen.compile_functions(
+        [g for f in functions for g in stage_derivatives(f)], name=name, flags=flags, verbose=verbose
+    )
+    return [lib[n] for n in names]
+
+
+def solver_options(
+    hessian="exact", warm_start=False, verbose=False, compiled=False, flags=COMPILE_FLAGS, solver="ipopt", **extra
+):
+    """Options for ``opti.solver(solver, ...)``, ``solver`` "ipopt" or "fatrop" (``SOLVERS``);
+    ``extra`` adds the solver's own options by name.
+
+    fatrop takes the structure of a problem declared with ``Stagewise``
+    (``structure_detection="auto"``) and exact Hessians only; without that
+    structure use IPOPT.
+    ``warm_start`` (IPOPT): start from the given primal and dual values (for MPC).
     ``compiled``: casadi generates C for the NLP's functions (objective,
     constraints, their Jacobian, the Hessian of the Lagrangian, with the
     dynamics Functions and their derivatives inside) and compiles them with
     the system C compiler and ``flags`` when the solver is created (casadi's
     ``jit``); the derivatives are the ones the dynamics Functions carry."""
     _choice("hessian", hessian, HESSIANS)
-    opts = {
-        "record_time": True,
-        "print_time": False,
-        "ipopt.hessian_approximation": hessian,
-        "ipopt.print_level": 5 if verbose else 0,
-        "ipopt.sb": "yes",
-    }
+    _choice("solver", solver, SOLVERS)
+    opts = {"record_time": True, "print_time": False}
+    if solver == "fatrop":
+        if hessian != "exact" or warm_start:
+            raise ValueError("fatrop takes hessian='exact' and no warm_start; use solver='ipopt' for those")
+        opts.update({"structure_detection": "auto", "fatrop.print_level": 10 if verbose else 0})
+    else:
+        opts.update(
+            {"ipopt.hessian_approximation": hessian, "ipopt.print_level": 5 if verbose else 0, "ipopt.sb": "yes"}
+        )
     if compiled:
         opts.update(
             {
@@ -174,7 +421,7 @@ def solver_options(hessian="exact", warm_start=False, verbose=False, compiled=Fa
                 "ipopt.warm_start_mult_bound_push": 1e-9,
             }
         )
-    opts.update({"ipopt." + k: v for k, v in ipopt.items()})
+    opts.update({f"{solver}.{k}": v for k, v in extra.items()})
     return opts
 
 
@@ -203,7 +450,7 @@ def solve(opti):
             raise
     s = opti.stats()
     out = {
-        "status": s["return_status"],
+        "status": str(s["return_status"]),
         "success": bool(s["success"]),
         "iterations": int(s["iter_count"]),
         "cost": float(opti.debug.value(opti.f)),

@@ -1,27 +1,30 @@
-"""Solo12 trot in forward-dynamics form with the contact dynamics Function.
+"""Crocoddyl's solo12 trot and jump (``SimpleQuadrupedalGaitProblem``) rebuilt in casadi with casrbd.
 
-Decision variables at each node: the configuration q (free-flyer base with a
-quaternion), the velocity v and the twelve joint torques u. Each interval
-steps the rigid-contact forward dynamics of its contact phase,
-(a, lambda) = constraint_dynamics(q, v, [0; u]), one casadi Function per
-contact set (Pinocchio's ``constraintDynamics``; its Jacobian analytical or
-casadi's AD), then q (+) v dt, v + a dt. The schedule: four feet on the
-ground, a trot step (front left and hind right in stance, the other two
-swing), the other diagonal, and four feet again, the base moving
-``distance`` forward. The contact forces come out of the Function (world
-axes: ``reference="local_world_aligned"``) and stay in a linearised friction
-cone with a minimum normal force; a foot that touches down does so at zero
-height and velocity, swing feet stay above the ground and lift to
-``clearance`` mid-swing. A Baumgarte velocity gain ``kd`` keeps the stance
-feet from drifting between nodes. The initial guess is the neutral standing
-pose at every node, at rest, with the torques that hold it on four feet.
+The same knots, dynamics and costs as Crocoddyl 3.2's ``utils/quadruped.py``:
+running knots step the contact dynamics of their stance feet (3-D point
+contacts in world axes, Baumgarte gain kd = 50 on the feet's velocity, one
+``constraint_dynamics`` Function per contact set, ``aba`` in flight) by
+semi-implicit Euler, v+ = v + a dt, q+ = q (+) v+ dt; a touchdown is an impulse
+knot (``impulse_dynamics``: velocity jump, no control). Costs per knot: CoM and
+swing-foot tracking, the friction cone of each stance foot and the state bounds
+as quadratic barriers, weighted state and control regularisation, times dt at
+running knots. Variables and constraints go stage by stage (``ocp.Stagewise``),
+so fatrop solves it by a Riccati recursion, IPOPT as well (``--solver``). The
+``--hessian gauss-newton`` stages write out their Jacobian and Gauss-Newton
+Hessian (``ocp.gauss_newton_stage``: no curvature of the dynamics and the
+residuals, as in Crocoddyl's FDDP); ``--compiled`` compiles the few distinct
+stage Functions with them (``ocp.compile_stages``), so that the NLP holds only
+calls. The guess: the standing state at every knot, quasi-static torques.
 
-    python examples/quadruped_gait.py --nodes 32 --jacobian analytical --plot trot.png
+    python examples/quadruped_gait.py --problem jump --solver ipopt --hessian gauss-newton --compiled
 """
 
 import argparse
+import functools
+from typing import NamedTuple
 
 import casadi as ca
+import common
 import numpy as np
 
 import casrbd
@@ -29,209 +32,215 @@ from casrbd import ocp
 from casrbd.models import load_robot
 
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
-# (feet in contact, seconds)
-PHASES = ((FEET, 0.1), (("FL_FOOT", "HR_FOOT"), 0.2), (("FR_FOOT", "HL_FOOT"), 0.2), (FEET, 0.1))
+STANDING = np.r_[0, 0, 0.235, 0, 0, 0, 1, 0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
+CONE = np.array([[1, 0, -0.7], [-1, 0, -0.7], [0, 1, -0.7], [0, -1, -0.7], [0, 0, 1]])  # mu = 0.7, 4 facets
+V_MAX = 1000.0  # solo12's joint velocity limit (its URDF)
+HESSIANS = ("exact", "gauss-newton")
 
 
-def standing(model, x=0.0):
-    """The standing configuration with the feet on the ground (z = 0), base at ``x``."""
-    q = np.r_[0, 0, 0, 0, 0, 0, 1, LEGS]
-    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in FEET)
-    q[0] = x
-    return q
+class Knot(NamedTuple):
+    """A knot: its feet in contact (landing feet at an impulse), dt (0: an impulse), tasks."""
+
+    feet: tuple
+    dt: float
+    com: object = None  # CoM target
+    targets: tuple = ()  # (foot, target position) of swing feet (landing feet at an impulse)
 
 
-def standing_torques(model, q):
-    """Joint torques that hold the standing pose on four feet: the least-norm (u, lambda) with
-    g(q) = [0; u] + J^T lambda, J the feet's world-aligned point Jacobians."""
-    J = np.vstack([casrbd.frame_jacobian(model, q, f, "local_world_aligned")[:3] for f in FEET])
-    B = np.hstack([np.vstack([np.zeros((6, model.nv - 6)), np.eye(model.nv - 6)]), J.T])
+def footstep(com, feet0, swing, length, height, dt, n):
+    """Crocoddyl's createFootstepModels: n knots swinging ``swing`` by ``length`` (moving com, feet0)."""
+    knots, half = [], n / 2
+    for k in range(n):
+        lift = height * k / half if k < half else height * (1 - (k - half) / half)
+        targets = tuple((f, p + [length * (k + 1) / n, 0, lift]) for f, p in zip(swing, feet0))
+        stance = tuple(f for f in FEET if f not in swing)
+        knots.append(Knot(stance, dt, com + [length * (k + 1) / n * len(swing) / 4, 0, 0], targets))
+    com += [length * len(swing) / 4, 0, 0]
+    for p in feet0:
+        p += [length, 0, 0]
+    return knots + [Knot(swing, 0.0, None, targets)]
+
+
+def trot(model, q0, length=0.06, height=0.03, dt=1e-2, step_knots=25, support_knots=2):
+    """createTrottingProblem's knots: the last is the terminal one."""
+    p = {f: casrbd.frame_placement(model, q0, f)[:3, 3] for f in FEET}
+    com = np.mean(list(p.values()), axis=0)
+    com[2] = casrbd.center_of_mass(model, q0, np.zeros(model.nv), np.zeros(model.nv))[0][2]
+    rest = [Knot(FEET, dt)] * support_knots
+    first = footstep(com, [p["FR_FOOT"], p["HL_FOOT"]], ("FR_FOOT", "HL_FOOT"), length / 2, height, dt, step_knots)
+    second = footstep(com, [p["FL_FOOT"], p["HR_FOOT"]], ("FL_FOOT", "HR_FOOT"), length, height, dt, step_knots)
+    return rest + first + rest + second + rest[:1]
+
+
+def jump(model, q0, height=0.15, span=(0.0, 0.3, 0.0), dt=1e-2, ground=10, flying=20):
+    """createJumpingProblem's knots: the last is the terminal one."""
+    p = {f: casrbd.frame_placement(model, q0, f)[:3, 3] * [1, 1, 0] for f in FEET}
+    df = span[2] - casrbd.frame_placement(model, q0, "FR_FOOT")[2, 3]
+    com = np.mean(list(p.values()), axis=0)
+    com[2] = casrbd.center_of_mass(model, q0, np.zeros(model.nv), np.zeros(model.nv))[0][2]
+    up = [Knot((), dt, com + (np.array(span) / 2 + [0, 0, height]) * (k + 1) / flying) for k in range(flying)]
+    landing = Knot(FEET, 0.0, None, tuple((f, p[f] + span) for f in FEET))
+    landed = [Knot(FEET, dt, com + [span[0], span[1], df])] * ground
+    return [Knot(FEET, dt)] * ground + up + [Knot((), dt)] * flying + [landing] + landed
+
+
+def quasi_static(model, q, feet):
+    """Crocoddyl's quasiStatic: the least-norm (u, lambda) with g(q) = [0; u] + J^T lambda (feet's point Jacobians)."""
+    J = [casrbd.frame_jacobian(model, q, f, "local_world_aligned")[:3] for f in feet]
+    B = np.hstack([np.vstack([np.zeros((6, model.nv - 6)), np.eye(model.nv - 6)])] + [j.T for j in J])
     return np.linalg.lstsq(B, casrbd.generalized_gravity(model, q), rcond=None)[0][: model.nv - 6]
 
 
-def schedule(nodes, phases=PHASES):
-    """The phase index of every interval and dt, for ``nodes`` intervals."""
-    duration = sum(s for _, s in phases)
-    ends = np.cumsum([s for _, s in phases]) / duration * nodes
-    phase = np.searchsorted(ends, np.arange(nodes) + 0.5)
-    return phase, duration / nodes
+def barrier(r, lb, ub):
+    """Crocoddyl's quadratic barrier: 0.5 |r - ub|^2 above ub, 0.5 |r - lb|^2 below lb."""
+    return 0.5 * (ca.sumsqr(ca.fmax(r - ub, 0)) + ca.sumsqr(ca.fmin(r - lb, 0)))
 
 
-def dynamics(model, feet, jacobian, kd):
-    """The contact dynamics Function of the contact set ``feet`` (3-D point contacts)."""
-    contacts = [(f, "3d") for f in feet]
-    return casrbd.function(
-        model, "constraint_dynamics", jacobian=jacobian, contacts=contacts, reference="local_world_aligned", kd=kd
-    )
+@functools.cache
+def kinematics(model):
+    """q -> (CoM, the feet's positions, q (-) STANDING), one SX graph (its Jacobian by AD is compact)."""
+    q, zero = ca.SX.sym("q", model.nq), ca.DM.zeros(model.nv)
+    out = [casrbd.function(model, "center_of_mass")(q, zero, zero)[0]]
+    out += [casrbd.function(model, "frame_placement", frame=f)(q)[:3, 3] for f in FEET]
+    return ca.Function("kinematics", [q], [*out, casrbd.function(model, "difference")(STANDING, q)])
 
 
-def solve(
-    nodes=32,
-    distance=0.06,
-    clearance=0.03,
-    tau_max=2.5,
-    mu=0.7,
-    kd=20.0,
-    jacobian="analytical",
-    compiled=False,
-    hessian="exact",
-    verbose=False,
-):
-    """Solve the trot; returns a dict with the model, times t, q, v (nodes + 1 rows), a, u, the contact
-    forces (nodes x 3 x feet, zero for swing feet), the phase of each interval, dt and the solver stats."""
-    phase, dt = schedule(nodes)
-    if len(set(phase)) != len(PHASES) or min(np.bincount(phase)) < 2:
-        raise ValueError(f"nodes={nodes} is too few to resolve the contact schedule (two intervals per phase)")
-    for arg, val in (("tau_max", tau_max), ("mu", mu)):
-        if not val > 0:
-            raise ValueError(f"{arg} must be positive, got {val}")
+@functools.cache
+def dynamics(model, feet, dt, kd=50.0):
+    """(x, u) -> (x_next, contact forces or impulses) of a knot with contact set ``feet``: a running
+    knot (semi-implicit Euler over the contact dynamics, ``aba`` without contacts), an impulse at dt = 0."""
+    nq, nv = model.nq, model.nv
+    x, u = ca.MX.sym("x", nq + nv), ca.MX.sym("u", nv - 6 if dt else 0)
+    q, v, contacts = x[:nq], x[nq:], {"contacts": [(f, "3d") for f in feet], "reference": "local_world_aligned"}
+    name = "_".join(["impulse" if dt == 0 else "step", *(f[0] + f[1] for f in feet)])  # a C name per contact set
+    if dt == 0:
+        v_next, lam = casrbd.function(model, "impulse_dynamics", jacobian="analytical", damping=1e-12, **contacts)(q, v)
+        return ca.Function(name, [x, u], [ca.vertcat(q, v_next), lam], ["x", "u"], ["x_next", "lam"])
+    tau = ca.vertcat(ca.MX.zeros(6), u)
+    if feet:
+        a, lam = casrbd.function(model, "constraint_dynamics", jacobian="analytical", kd=kd, **contacts)(q, v, tau)
+    else:
+        a, lam = casrbd.function(model, "aba", jacobian="analytical")(q, v, tau), ca.MX(0, 1)
+    v_next = v + a * dt
+    x_next = ca.vertcat(casrbd.function(model, "integrate")(q, v_next * dt), v_next)
+    return ca.Function(name, [x, u], [x_next, lam], ["x", "u"], ["x_next", "lam"])
+
+
+def stage_function(model, feet, kind, dt, hessian="exact"):
+    """(x, u, p) -> (cost, x_next) of a knot: ``kind`` "running", "impulse" (u empty) or "terminal";
+    p = [CoM target, its weight, 4 foot targets, their weights]; ``feet``: the contact set. The cost
+    is one SX graph of (x, u, p, y), y = (CoM, feet, q (-) STANDING, contact forces) from the calls of
+    the kinematics and the dynamics; "gauss-newton" writes out its derivatives (``ocp.gauss_newton_stage``)."""
+    nq, nv, nu = model.nq, model.nv, model.nv - 6
+    name = "_".join([kind, *(f[0] + f[1] for f in feet)])  # a C identifier, unique per knot type
+    nf = len(feet) if kind == "running" else 0
+    x, u, p = ca.SX.sym("x", nq + nv), ca.SX.sym("u", nu if kind == "running" else 0), ca.SX.sym("p", 20)
+    y = ca.SX.sym("y", 15 + nv + 3 * nf)
+    com, P, dq, lam = y[:3], [y[3 + 3 * i : 6 + 3 * i] for i in range(4)], y[15 : 15 + nv], y[15 + nv :]
+    q, v = x[:nq], x[nq:]
+    cost = 0.5 * p[3] * ca.sumsqr(com - p[:3])
+    cost += 0.5 * sum(p[16 + i] * ca.sumsqr(P[i] - p[4 + 3 * i : 7 + 3 * i]) for i in range(4))
+    if kind == "impulse":
+        w = [1.0] * 6 + [10.0] * (nv + nu)
+    else:
+        w = [0.0] * 3 + [500.0] * 3 + [0.01] * nu + [10.0] * 6 + [1.0] * nu
+        bound = np.r_[model.upper[7:], [V_MAX] * nu]
+        cost += 1e3 * barrier(ca.vertcat(q[7:], v[6:]), -bound, bound)
+    cost += 10 * 0.5 * ca.sumsqr(ca.DM(w) * ca.vertcat(dq, v))
+    if nf:
+        cone = ca.vec(ca.mtimes(CONE, ca.reshape(lam, 3, nf)))
+        cost += 10 * barrier(cone, np.tile([-np.inf] * 4 + [0], nf), np.tile([0.0] * 4 + [np.inf], nf))
+    if kind == "running":
+        cost = dt * (cost + 0.1 * 0.5 * ca.sumsqr(u))
+    cost = ca.Function("cost_" + name, [x, u, p, y], [cost], ["x", "u", "p", "y"], ["cost"])
+    X, U, Pm = ca.MX.sym("x", nq + nv), ca.MX.sym("u", u.numel()), ca.MX.sym("p", 20)
+    x_next, forces = X, ca.MX(0, 1)
+    if kind != "terminal":
+        x_next, forces = dynamics(model, feet, dt if kind == "running" else 0.0)(X, U)
+    Y = ca.vertcat(*kinematics(model)(X[:nq]), forces if nf else ca.MX(0, 1))
+    inner = ca.Function("inner_" + name, [X, U], [x_next, Y], ["x", "u"], ["x_next", "y"])
+    if hessian == "gauss-newton":
+        return ocp.gauss_newton_stage(name, cost, inner)
+    c = ocp.sx_second_order(cost)(X, U, Pm, Y)
+    return ca.Function(name, [X, U, Pm], [c, x_next], ["x", "u", "p"], ["cost", "x_next"])
+
+
+def parameters(knot):
+    """p of ``stage_function``: the knot's CoM and foot targets and their weights (0 where none)."""
+    targets = dict(knot.targets)
+    weight = 1e7 if knot.dt == 0 else 1e6
+    return np.r_[
+        knot.com if knot.com is not None else np.zeros(3),
+        weight if knot.com is not None else 0.0,
+        np.concatenate([targets.get(f, np.zeros(3)) for f in FEET]),
+        [weight * (f in targets) for f in FEET],
+    ]
+
+
+def transcribe(model, knots, x0, hessian="exact", compiled=None):
+    """The knots as a stage-wise Opti problem from x0 with Crocoddyl's initial guess; returns
+    (Stagewise, the stage Functions with their parameters, knot by knot). ``compiled``: a library name,
+    to call the stage Functions compiled to C with their derivatives (``ocp.compile_stages``)."""
+    kinds = ["terminal" if n == len(knots) - 1 else "running" if k.dt else "impulse" for n, k in enumerate(knots)]
+    keys = [(knot.feet, kind, knot.dt) for knot, kind in zip(knots, kinds)]
+    functions = {key: stage_function(model, *key, hessian) for key in dict.fromkeys(keys)}
+    if compiled:
+        functions = dict(zip(functions, ocp.compile_stages(list(functions.values()), compiled)))
+    stages = [(functions[key], parameters(knot)) for key, knot in zip(keys, knots)]
+    st = ocp.Stagewise()
+    opti, x, cost = st.opti, st.state(len(x0)), 0
+    st.subject_to(x == x0)
+    opti.set_initial(x, x0)
+    for (f, p), knot in zip(stages[:-1], knots):
+        u = st.control(f.numel_in(1))
+        if f.numel_in(1):
+            opti.set_initial(u, quasi_static(model, x0[: model.nq], knot.feet))
+        c, x_next = f(x, u, p)
+        cost += c
+        x = st.step(x_next)
+        opti.set_initial(x, x0)
+    f, p = stages[-1]
+    opti.minimize(cost + f(x, ca.MX(0, 1), p)[0])
+    return st, stages
+
+
+def solve(problem="trot", solver="ipopt", hessian="gauss-newton", compiled=False, verbose=False, **sizes):
+    """Solve Crocoddyl's ``problem`` ("trot" or "jump", ``sizes`` to change its arguments) for solo12;
+    returns a dict with the model, knots, states xs (knots x 37), controls us (a list, empty at
+    impulses), the stage Functions and the solver's stats."""
+    if compiled and hessian != "gauss-newton":
+        raise ValueError(
+            "compiled=True takes hessian='gauss-newton' (AD's second order of the contact dynamics is too large)"
+        )
     model = load_robot("solo12")
-    nq, nv, nf = model.nq, model.nv, len(FEET)
-    q_start, q_goal = standing(model), standing(model, distance)
-    Q, V = ca.MX.sym("q", nq), ca.MX.sym("v", nv)
-    feet = ca.Function(
-        "feet",
-        [Q, V],
-        [
-            ca.horzcat(*[casrbd.function(model, "frame_placement", frame=f)(Q)[:3, 3] for f in FEET]),
-            ca.horzcat(
-                *[
-                    casrbd.function(model, "frame_velocity", frame=f, reference="local_world_aligned")(Q, V)[:3]
-                    for f in FEET
-                ]
-            ),
-        ],
-    )
-
-    opti = ca.Opti()
-    Qs, Vs, Us = opti.variable(nq, nodes + 1), opti.variable(nv, nodes + 1), opti.variable(nv - 6, nodes)
-    A, forces = [], []
-    for p, (stance, _) in enumerate(PHASES):
-        ks = np.flatnonzero(phase == p)
-        f = dynamics(model, stance, jacobian, kd).map(len(ks))
-        a, lam = f(Qs[:, ks], Vs[:, ks], ca.vertcat(ca.MX.zeros(6, len(ks)), Us[:, ks]))
-        A.append(a)
-        forces.append(
-            [lam[3 * stance.index(ft) : 3 * stance.index(ft) + 3, :] if ft in stance else None for ft in FEET]
-        )
-    A = ca.horzcat(*A)
-    a_sym = ca.MX.sym("a", nv)
-    step = ca.Function("step", [Q, V, a_sym], [ca.vertcat(*ocp.euler_step(model, Q, V, a_sym, dt))]).map(nodes)
-    opti.subject_to(ca.vertcat(Qs[:, 1:], Vs[:, 1:]) == step(Qs[:, :-1], Vs[:, :-1], A))
-    P, Pdot = feet.map(nodes + 1)(Qs, Vs)
-    opti.subject_to(Qs[:, 0] == q_start)
-    opti.subject_to(Vs[:, 0] == 0)
-    opti.subject_to(Qs[:2, -1] == q_goal[:2])
-    opti.subject_to(Vs[:6, -1] == 0)  # the base at rest (with four feet down, so is the rest)
-    opti.subject_to(opti.bounded(-tau_max, Us, tau_max))
-    # knees bent as when standing: a straight leg makes its foot's contact Jacobian singular
-    knees = 7 + np.arange(2, 12, 3)
-    opti.subject_to(ca.vec(ca.vertcat(*[np.sign(LEGS[k - 7]) * Qs[k, :] for k in knees])) >= 0.3)
-    for p, (stance, _) in enumerate(PHASES):
-        ks = np.flatnonzero(phase == p)
-        for i, ft in enumerate(FEET):
-            cols = [nf * k + i for k in ks]
-            if ft in stance:
-                F = forces[p][i]
-                opti.subject_to(F[2, :] >= 0.05 * model.mass * 9.81 / nf)
-                opti.subject_to(opti.bounded(-mu * F[2, :], F[0, :], mu * F[2, :]))  # friction pyramid
-                opti.subject_to(opti.bounded(-mu * F[2, :], F[1, :], mu * F[2, :]))
-                if p > 0 and ft not in PHASES[p - 1][0]:  # touchdown: on the ground, at rest
-                    opti.subject_to(P[2, cols[0]] == 0)
-                    opti.subject_to(Pdot[:, cols[0]] == 0)
-            else:
-                opti.subject_to(P[2, cols] >= 0)
-                opti.subject_to(P[2, cols[len(cols) // 2]] >= clearance)
-    standing_legs = np.tile(LEGS[:, None], nodes + 1)
-    opti.minimize(
-        dt
-        * (
-            ca.sumsqr(Us)
-            + 1e-2 * ca.sumsqr(Vs)
-            + 10 * ca.sumsqr(Qs[7:, :] - standing_legs)
-            + 1e3 * ca.sumsqr(Qs[3:6, :])
-        )
-    )
-    # guess: the neutral standing pose at rest, base moving on at constant speed, standing torques
-    s = np.linspace(0, 1, nodes + 1)
-    opti.set_initial(Qs, np.outer(q_start, 1 - s) + np.outer(q_goal, s))
-    opti.set_initial(Vs, 0)
-    opti.set_initial(Us, np.tile(standing_torques(model, q_start)[:, None], nodes))
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
-    stats = ocp.solve(opti)
-    value = opti.debug.value
-    F = np.zeros((nodes, 3, nf))
-    for p in range(len(PHASES)):
-        ks = np.flatnonzero(phase == p)
-        for i in range(nf):
-            if forces[p][i] is not None:
-                F[ks, :, i] = np.atleast_2d(value(forces[p][i])).reshape(3, len(ks)).T
-    return {
-        "model": model,
-        "t": np.arange(nodes + 1) * dt,
-        "dt": dt,
-        "phase": phase,
-        "stance": [PHASES[p][0] for p in phase],
-        "q": value(Qs).T,
-        "v": value(Vs).T,
-        "a": np.atleast_2d(value(A)).T,
-        "u": np.atleast_2d(value(Us)).T,
-        "forces": F,
-        "feet": FEET,
-        "q_start": q_start,
-        "q_goal": q_goal,
-        "tau_max": tau_max,
-        "mu": mu,
-        "kd": kd,
-        "stats": stats,
-    }
-
-
-def plot(result, path, snapshots=8):
-    """Base x and z, joint torques and vertical foot forces over time at ``path``, and a stick-figure
-    sequence at ``<path>_snapshots.png``."""
-    t, q = result["t"], result["q"]
-    ocp.plot_series(
-        path,
-        t,
-        {"base x, z [m]": q[:, [0, 2]], "joint tau [Nm]": result["u"], "foot F_z [N]": result["forces"][:, 2, :]},
-        title="solo12 trot (contact dynamics)",
-    )
-    picks = np.linspace(0, len(q) - 1, snapshots).round().astype(int)
-    ocp.plot_snapshots(
-        result["model"],
-        q[picks],
-        ocp.snapshot_path(path),
-        frames=result["feet"],
-        title="solo12 trot",
-        planes=("xz",),
-        strip=True,
-        labels=[f"t = {t[k]:.2f} s" for k in picks],
-    )
+    knots = {"trot": trot, "jump": jump}[problem](model, STANDING, **sizes)
+    x0 = np.r_[STANDING, np.zeros(model.nv)]
+    st, stages = transcribe(model, knots, x0, hessian, f"solo12_{problem}" if compiled else None)
+    st.solver(solver, ocp.solver_options(solver=solver, verbose=verbose))
+    stats = ocp.solve(st.opti)
+    value = st.opti.debug.value
+    xs = np.array([value(x) for x in st.x])
+    us = [np.atleast_1d(value(u)) if u.numel() else np.zeros(0) for u in st.u]
+    return {"model": model, "knots": knots, "xs": xs, "us": us, "stages": stages, "stats": stats}
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=32, help="intervals over the 0.6 s schedule (default 32)")
-    p.add_argument("--distance", type=float, default=0.06, help="forward distance in m (default 0.06)")
-    p.add_argument("--jacobian", choices=ocp.JACOBIANS, default="analytical")
-    p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
-    p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
-    p.add_argument("--plot", metavar="PATH.png", help="write the trajectories and PATH_snapshots.png")
-    p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
-    args = p.parse_args(argv)
-    result = solve(
-        args.nodes,
-        args.distance,
-        jacobian=args.jacobian,
-        compiled=args.compiled,
-        hessian=args.hessian,
-        verbose=args.verbose,
-    )
-    print(f"solo12 trot ({args.jacobian}{', compiled' if args.compiled else ''}): {ocp.format_stats(result['stats'])}")
-    if args.plot:
-        plot(result, args.plot)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problem", choices=("trot", "jump"), default="trot")
+    parser.add_argument("--solver", choices=ocp.SOLVERS, default="ipopt")
+    parser.add_argument("--hessian", choices=HESSIANS, default="gauss-newton")
+    parser.add_argument("--compiled", action="store_true", help="the stage Functions as C (Gauss-Newton Hessian)")
+    parser.add_argument("--verbose", action="store_true", help="the solver's iteration log")
+    parser.add_argument("--html", metavar="PATH", help="write the motion as an HTML animation")
+    args = parser.parse_args(argv)
+    result = solve(args.problem, args.solver, args.hessian, args.compiled, args.verbose)
+    modes = f"{args.solver}, {args.hessian} Hessian" + (", compiled stages" if args.compiled else "")
+    print(f"solo12 {args.problem} ({modes}): {ocp.format_stats(result['stats'])}")
+    if args.html:  # an impulse knot takes no time: the state after it is shown
+        xs, nq = result["xs"], result["model"].nq
+        t = np.concatenate([[0.0], np.cumsum([k.dt for k in result["knots"][: len(xs) - 1]])])
+        keep = np.r_[np.diff(t) > 0, True]
+        common.write_html(args.html, result["model"], t[keep], xs[keep, :nq], "solo12")
     return 0 if result["stats"]["success"] else 1
 
 

@@ -1,0 +1,246 @@
+"""Crocoddyl's solo12 trot and jump, solved by Crocoddyl's FDDP and by casadi with casrbd, side by side.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD /work/venv-croc/bin/python -m benchmarks.crocoddyl
+
+Needs the ``crocoddyl`` extra (crocoddyl 3.2.1 with pin/libpinocchio 4.0.0:
+with pin 4.1 it fails building a problem). Crocoddyl's problems come from its
+own ``SimpleQuadrupedalGaitProblem`` (``createTrottingProblem(x0, 0.06, 0.03,
+1e-2, 25, 2)``, ``createJumpingProblem(x0, 0.15, [0, 0.3, 0], 1e-2, 10, 20)``
+from the ``standing`` state); the casadi ones from examples/quadruped_gait.py,
+checked first to give the same cost and next state at every knot on the
+initial guess and on FDDP's solution. Both start from Crocoddyl's guess (the
+standing state, quasi-static torques) on one thread (``problem.nthreads = 1``).
+Reported per solver: CPU time of the solve (``time.process_time``; building
+separately), iterations, the cost of the solution evaluated by Crocoddyl's
+``problem.calc``, the largest dynamics defect, and per iteration the time in
+derivatives (casadi: Jacobian and Hessian evaluations; Crocoddyl: ``calcDiff``
+over the knots), in the linear algebra (fatrop's search direction; FDDP:
+backward and forward passes less their model evaluations) and the rest.
+Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
+"""
+
+import argparse
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import crocoddyl  # noqa: E402
+import example_robot_data  # noqa: E402
+import numpy as np  # noqa: E402
+from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PROBLEMS = {
+    "trot": lambda gait, x0: gait.createTrottingProblem(x0, 0.06, 0.03, 1e-2, 25, 2),
+    "jump": lambda gait, x0: gait.createJumpingProblem(x0, 0.15, [0.0, 0.3, 0.0], 1e-2, 10, 20),
+}
+
+
+def example():
+    spec = importlib.util.spec_from_file_location("quadruped_gait", ROOT / "examples" / "quadruped_gait.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def crocoddyl_problem(name):
+    robot = example_robot_data.load("solo12")
+    x0 = np.r_[robot.model.referenceConfigurations["standing"], np.zeros(robot.model.nv)]
+    gait = SimpleQuadrupedalGaitProblem(robot.model, "FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+    problem = PROBLEMS[name](gait, x0)
+    problem.nthreads = 1
+    return problem, x0
+
+
+def knot_costs(problem, xs, us):
+    """Crocoddyl's cost of every knot (running ones, then the terminal one) and its next states."""
+    problem.calc(list(xs), list(us))
+    costs = [d.cost for d in problem.runningDatas] + [problem.terminalData.cost]
+    return np.array(costs), np.array([d.xnext for d in problem.runningDatas])
+
+
+def casadi_knots(stages, xs, us):
+    """The casadi stage Functions' cost and next state at every knot."""
+    out = [f(x, u, p) for (f, p), x, u in zip(stages, xs, list(us) + [np.zeros(0)])]
+    return np.array([float(c) for c, _ in out]), np.array([np.ravel(x) for _, x in out[:-1]])
+
+
+def check_same_problem(problem, stages, xs, us, what):
+    """Largest |cost difference| / max(1, |cost|) and |next-state difference| over the knots."""
+    c_croc, x_croc = knot_costs(problem, xs, us)
+    c_cas, x_cas = casadi_knots(stages, xs, us)
+    dc = np.max(np.abs(c_croc - c_cas) / np.maximum(1, np.abs(c_croc)))
+    dx = np.max(np.abs(x_croc - x_cas))
+    print(f"  same problem on {what}: cost {dc:.1e}, next state {dx:.1e} (largest over the knots)")
+    return dc, dx
+
+
+def defect(problem, xs, us):
+    """The largest |x_{k+1} (-) f(x_k, u_k)| over the knots (Crocoddyl's dynamics and state difference)."""
+    problem.calc(list(xs), list(us))
+    state = problem.runningModels[0].state
+    return max(np.abs(state.diff(d.xnext, x)).max() for d, x in zip(problem.runningDatas, xs[1:]))
+
+
+def per_call(seconds, call, minimum=0.2):
+    """Mean CPU seconds of call() over repetitions filling ``minimum`` seconds."""
+    n, start = 0, time.process_time()
+    while time.process_time() - start < minimum or n < 3:
+        call()
+        n += 1
+    return (time.process_time() - start) / n
+
+
+def run_fddp(problem, x0):
+    xs0 = [x0] * (problem.T + 1)
+    us0 = problem.quasiStatic(xs0[:-1])
+    solver = crocoddyl.SolverFDDP(problem)
+    start = time.process_time()
+    solver.solve(xs0, us0, 100, False)
+    cpu = time.process_time() - start
+    xs, us = np.array(solver.xs), list(solver.us)
+    # per iteration: calcDiff over the knots, the backward pass (Riccati), and the rest (forward passes)
+    derivatives = per_call(0, lambda: problem.calcDiff(list(xs), us))
+    problem.calcDiff(list(xs), us)
+    riccati = per_call(0, solver.backwardPass)
+    return {
+        "solver": "Crocoddyl FDDP",
+        "iterations": solver.iter,
+        "cpu": cpu,
+        "xs": xs,
+        "us": us,
+        "derivatives": derivatives,
+        "linear_algebra": riccati,
+        "success": True,
+        "build": None,
+    }
+
+
+def run_casadi(mod, model, name, x0, solver, hessian, compiled):
+    knots = getattr(mod, name)(model, mod.STANDING)
+    library = f"solo12_{name}" if compiled else None
+    start = time.perf_counter()
+    st, stages = mod.transcribe(model, knots, x0, hessian, library)
+    st.solver(solver, mod.ocp.solver_options(solver=solver, tol=TOL, max_iter=MAX_ITER))
+    build = time.perf_counter() - start
+    start = time.process_time()
+    stats = mod.ocp.solve(st.opti)
+    cpu = time.process_time() - start
+    raw = st.opti.stats()
+    value = st.opti.debug.value
+    iters = max(stats["iterations"], 1)
+    calls = {k: raw.get(f"n_call_nlp_{k}", 0) for k in ("jac_g", "grad_f", "hess_l")}
+    derivative_time = sum(raw.get(f"t_proc_nlp_{k}", 0.0) for k in calls)
+    # one evaluation of each derivative: what an iteration needs
+    one_pass = sum(raw.get(f"t_proc_nlp_{k}", 0.0) / n for k, n in calls.items() if n)
+    linear_algebra = raw["fatrop"]["compute_sd_time"] if solver == "fatrop" else float("nan")
+    return {
+        "solver": f"casadi {solver}, {hessian} Hessian" + (", compiled stages" if compiled else ", VM"),
+        "iterations": stats["iterations"],
+        "cpu": cpu,
+        "xs": np.array([np.ravel(value(x)) for x in st.x]),
+        "us": [np.ravel(value(u)) if u.numel() else np.zeros(0) for u in st.u],
+        "derivatives": one_pass,
+        "derivatives_total": derivative_time,
+        "linear_algebra": linear_algebra / iters,
+        "success": stats["success"],
+        "build": build,
+        "stages": stages,
+    }
+
+
+TOL, MAX_ITER = 1e-7, 300  # the solvers' tolerance (their KKT residual): the cost to 1e-10 of FDDP's
+VARIANTS = {  # name -> (solver, Hessian, compiled stages)
+    "ipopt-gn-compiled": ("ipopt", "gauss-newton", True),
+    "fatrop-gn-compiled": ("fatrop", "gauss-newton", True),
+    "fatrop-gn": ("fatrop", "gauss-newton", False),
+    "ipopt-gn": ("ipopt", "gauss-newton", False),
+    "fatrop-exact": ("fatrop", "exact", False),
+    "ipopt-exact": ("ipopt", "exact", False),
+}
+
+
+def row(r, problem, reference):
+    cost = knot_costs(problem, r["xs"], r["us"])[0].sum()
+    per_iter = r["cpu"] / max(r["iterations"], 1)
+    la = r["linear_algebra"]
+    rest = per_iter - r["derivatives"] - (0 if np.isnan(la) else la)
+    build = "-" if r["build"] is None else f"{r['build']:.1f}"
+    return (
+        f"| {r['solver']} | {r['iterations']} | {r['cpu']:.3f} | {r['cpu'] / reference['cpu']:.1f}x | {cost:.10g} "
+        f"| {cost / knot_costs(problem, reference['xs'], reference['us'])[0].sum() - 1:+.0e} "
+        f"| {defect(problem, r['xs'], r['us']):.1e} | {1e3 * per_iter:.2f} | {1e3 * r['derivatives']:.2f} "
+        f"| {'-' if np.isnan(la) else f'{1e3 * la:.2f}'} | {1e3 * rest:.2f} | {build} |"
+    )
+
+
+HEADER = (
+    "| solver (one thread) | iterations | CPU of the solve [s] | vs FDDP | cost (Crocoddyl's calc) | / FDDP's - 1 "
+    "| defect | ms / iteration | derivatives | linear algebra | rest | build [s] |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def plot(name, results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axs = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True)
+    for r, style, color in zip(results, ("-", "--"), ("C0", "C1")):
+        t = 1e-2 * np.arange(len(r["xs"]))
+        axs[0].plot(t, r["xs"][:, :3], style, color=color)
+        axs[1].plot(
+            t[:-1], [np.linalg.norm(u) if len(u) else np.nan for u in r["us"]], style, color=color, label=r["solver"]
+        )
+        axs[2].plot(t, r["xs"][:, 19:22], style, color=color)
+    axs[0].set_ylabel("base x, y, z [m]")
+    axs[1].set_ylabel("|u| [Nm]")
+    axs[2].set_ylabel("base velocity [m/s]")
+    axs[2].set_xlabel("t [s] (impulse knots take no time; drawn at 0.01 s)")
+    axs[1].legend(fontsize=7)
+    axs[0].set_title(f"solo12 {name}: Crocoddyl FDDP and casadi + casrbd")
+    for ax in axs:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", default="trot,jump")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"casadi variants among {list(VARIANTS)}")
+    args = parser.parse_args(argv)
+    mod = example()
+    model = mod.load_robot("solo12")
+    threads = os.environ["OMP_NUM_THREADS"]
+    lines = [f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}\n"]
+    for name in args.problems.split(","):
+        problem, x0 = crocoddyl_problem(name)
+        print(f"{name}: {problem.T} knots", flush=True)
+        reference = run_fddp(problem, x0)
+        results = [reference]
+        for variant in args.variants.split(","):
+            r = run_casadi(mod, model, name, x0, *VARIANTS[variant])
+            print(f"  {variant}: {r['iterations']} iterations, {r['cpu']:.3f} s", flush=True)
+            results.append(r)
+        dc, dx = check_same_problem(problem, results[1]["stages"], reference["xs"], reference["us"], "FDDP's solution")
+        lines += [
+            f"\n## {name} ({problem.T} knots; same cost at every knot to {dc:.0e}, same next state to {dx:.0e})\n",
+            HEADER,
+        ]
+        lines += [row(r, problem, reference) for r in results]
+        plot(name, results[:2], RESULTS / f"crocoddyl_{name}.png")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    (RESULTS / "crocoddyl.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

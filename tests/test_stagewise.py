@@ -1,0 +1,165 @@
+"""casrbd.ocp's stage-wise transcription, Gauss-Newton model and compiled stages.
+
+A pendulum swing-up with a nonlinear cost residual, declared stage by stage:
+fatrop recognises the stages (its structure detection reports one per knot)
+and reaches IPOPT's optimum; the Gauss-Newton model keeps a Function's value
+and Jacobian and gives casadi's Hessians J^T phi'' J (checked against the
+Jacobian computed by casadi's AD of the plain Function); compiled stages take
+the same iterates as the VM.
+"""
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from casrbd import ocp
+
+N, DT = 20, 0.1
+
+
+def pendulum():
+    x, u = ca.SX.sym("x", 2), ca.SX.sym("u")
+    step = ca.Function("step", [x, u], [ca.vertcat(x[0] + DT * x[1], x[1] + DT * (u - 9.81 * ca.sin(x[0])))])
+    residual = ca.Function("residual", [x, u], [ca.vertcat(ca.cos(x[0]) + 1, 0.1 * x[1], 0.05 * u)])
+    return step, residual
+
+
+def swing_up(solver, step, residual, stage=None):
+    """The swing-up stage by stage; ``stage``: a Function (x, u) -> (cost, x_next) used instead."""
+    st = ocp.Stagewise()
+    x = st.state(2)
+    st.subject_to(x == [0, 0])
+    cost = 0
+    for _ in range(N):
+        u = st.control(1)
+        st.subject_to(st.opti.bounded(-6, u, 6), st.opti.bounded(-8, x[1], 8))
+        c, x_next = stage(x, u) if stage else (ca.sumsqr(residual(x, u)), step(x, u))
+        cost += c
+        x = st.step(x_next)
+    st.opti.minimize(cost + 10 * ca.sumsqr(x - [np.pi, 0]))
+    st.subject_to(x[0] <= 1.5)
+    for k, x in enumerate(st.x):
+        st.opti.set_initial(x, [np.pi * k / N, 0])
+    st.solver(solver, ocp.solver_options(solver=solver))
+    stats = ocp.solve(st.opti)
+    return stats, np.array([st.opti.value(x) for x in st.x]), st.opti.stats()
+
+
+@pytest.fixture(scope="module")
+def solutions():
+    step, residual = pendulum()
+    return {s: swing_up(s, step, residual) for s in ocp.SOLVERS}
+
+
+def test_fatrop_detects_the_stages_and_reaches_ipopts_optimum(solutions):
+    (a, xa, raw), (b, xb, _) = solutions["fatrop"], solutions["ipopt"]
+    assert a["success"] and b["success"]
+    assert raw["N"] == N and raw["nx"] == [2] * (N + 1) and raw["nu"] == [1] * N + [0]
+    assert raw["ng"][-1] == 1 and xa[-1, 0] == pytest.approx(1.5, abs=1e-6)  # the last stage's constraint
+    assert a["cost"] == pytest.approx(b["cost"], rel=1e-8)
+    np.testing.assert_allclose(xa, xb, atol=1e-6)
+
+
+def test_gauss_newton_keeps_the_jacobian_and_drops_the_curvature():
+    _, residual = pendulum()
+    gn = ocp.gauss_newton(residual)
+    x, u = ca.MX.sym("x", 2), ca.MX.sym("u")
+    w, lam = ca.vertcat(x, u), ca.MX.sym("lam", 3)
+    point = {"x": [0.7, -1.3], "u": 0.4}
+    values = [
+        ca.Function("f", [x, u], [e]) for e in (gn(x, u), ca.jacobian(gn(x, u), w), ca.jacobian(residual(x, u), w))
+    ]
+    r, J, J_ad = (np.array(f(point["x"], point["u"])) for f in values)
+    np.testing.assert_allclose(r, np.array(residual(point["x"], point["u"])), atol=1e-15)
+    np.testing.assert_allclose(J, J_ad, atol=1e-14)
+    weights = np.array([1.0, 2.0, 3.0])
+    H = ca.Function("H", [x, u], [ca.hessian(ca.sumsqr(np.sqrt(weights) * gn(x, u)), w)[0]])
+    np.testing.assert_allclose(np.array(H(point["x"], point["u"])), 2 * J.T @ np.diag(weights) @ J, atol=1e-13)
+    # the curvature of a constraint lam^T r(w) (here cos x_0) is gone
+    Hc = ca.Function("Hc", [x, u, lam], [ca.hessian(ca.dot(lam, gn(x, u)), w)[0]])
+    assert np.abs(np.array(Hc(point["x"], point["u"], [1.0, 1.0, 1.0]))).max() == 0
+
+
+def test_gauss_newton_stage_derivatives_equal_ad_and_the_wrapped_gauss_newton_model():
+    """gauss_newton_stage's written-out Jacobian equals casadi's AD of the plain stage, and the Hessian
+    of a call (its jac_adj1_) equals the one casadi takes through gauss_newton(inner)."""
+    step, residual = pendulum()
+    x, u, p, y = ca.SX.sym("x", 2), ca.SX.sym("u"), ca.SX.sym("p", 2), ca.SX.sym("y", 3)
+    cost = ca.Function("c", [x, u, p, y], [p[0] * ca.sumsqr(y) + ca.fmax(y[2] - p[1], 0) ** 2 + ca.sin(x[0]) * u])
+    X, U, P = ca.MX.sym("x", 2), ca.MX.sym("u"), ca.MX.sym("p", 2)
+    inner = ca.Function("inner", [X, U], [step(X, U), residual(X, U)])
+    stage = ocp.gauss_newton_stage("pendulum_gn", cost, inner)
+    reference = ocp.gauss_newton(inner)(X, U)
+    plain = ca.vertcat(cost(X, U, P, reference[1]), reference[0])
+    called = ca.vertcat(*stage(X, U, P))
+    w, lam = ca.vertcat(X, U), ca.MX.sym("lam", 3)
+    pair = ca.Function(
+        "pair",
+        [X, U, P, lam],
+        [
+            ca.jacobian(called, ca.vertcat(w, P)),
+            ca.jacobian(plain, ca.vertcat(w, P)),
+            ca.hessian(ca.dot(lam, called), w)[0],
+            ca.hessian(ca.dot(lam, plain), w)[0],
+        ],
+    )
+    # compile_stages ships the written-out derivatives, each once
+    shipped = ocp.stage_derivatives(stage)
+    assert [f.name() for f in shipped] == ["pendulum_gn", "jac_pendulum_gn", "adj1_pendulum_gn", "jac_adj1_pendulum_gn"]
+    assert all(not f.cache() for f in shipped)
+    for point in ([0.7, -1.3], 0.4, [2.0, 0.5], [1.5, -0.5, 2.0]), ([2.0, 0.1], -2.3, [0.5, -0.2], [0.3, 1.0, 0.0]):
+        J, J_ad, H, H_gn = (np.array(m) for m in pair(*point))
+        np.testing.assert_allclose(J, J_ad, atol=1e-13)
+        np.testing.assert_allclose(H, H_gn, atol=1e-12)
+
+
+def test_sx_second_order_gives_casadis_hessian():
+    """The Hessian of a cost through sx_second_order's compact adjoint equals casadi's own (AD of the plain
+    Function), and jac_adj1_<name> sits in the adjoint's derivative cache, where casadi looks first."""
+    _, residual = pendulum()
+    x, u = ca.SX.sym("x", 2), ca.SX.sym("u")
+    plain = ca.Function("cost", [x, u], [ca.sumsqr(residual(x, u)) * ca.exp(x[1]) + ca.fmax(u - 1, 0) ** 2])
+    compact = ocp.sx_second_order(plain)
+    X, U = ca.MX.sym("x", 2), ca.MX.sym("u")
+    w = ca.vertcat(X, U)
+    hessians = [ca.Function("H", [X, U], [ca.hessian(f(X, U), w)[0]]) for f in (plain, compact)]
+    for point in ([0.7, -1.3], 1.4), ([2.0, 0.1], -0.3):
+        H, H_compact = (np.array(h(*point)) for h in hessians)
+        np.testing.assert_allclose(H_compact, H, rtol=1e-12, atol=1e-12)
+    assert "jac_adj1_cost" in compact.cache()["adj1_cost"].cache()
+    with pytest.raises(TypeError, match="SX Function"):
+        ocp.sx_second_order(ocp.gauss_newton(plain))
+
+
+def test_gauss_newton_stages_compiled_take_the_vm_iterates(solutions):
+    step, residual = pendulum()
+    x, u = ca.MX.sym("x", 2), ca.MX.sym("u")
+    stage = ca.Function(
+        "pendulum_stage", [x, u], [ca.sumsqr(ocp.gauss_newton(residual)(x, u)), ocp.gauss_newton(step)(x, u)]
+    )
+    (compiled,) = ocp.compile_stages([stage], "test_stagewise_pendulum")
+    vm, x_vm, _ = swing_up("fatrop", None, None, stage)
+    c, x_c, _ = swing_up("fatrop", None, None, compiled)
+    assert vm["success"] and c["iterations"] == vm["iterations"]
+    np.testing.assert_allclose(x_c, x_vm, atol=1e-10)
+    # the same optimum as the exact Hessian's, in more iterations (a residual that does not vanish)
+    assert vm["cost"] == pytest.approx(solutions["fatrop"][0]["cost"], rel=1e-6)
+
+
+def test_stages_in_order_and_solver_choices():
+    st = ocp.Stagewise()
+    with pytest.raises(RuntimeError, match="once per stage"):
+        st.control(1)
+    x = st.state(2)
+    with pytest.raises(RuntimeError, match="declare its control first"):
+        st.step(x)
+    st.control(0)
+    st.step(x)
+    with pytest.raises(RuntimeError, match="x_0 only"):
+        st.state(2)
+    with pytest.raises(ValueError, match="solver must be one of"):
+        ocp.solver_options(solver="snopt")
+    with pytest.raises(ValueError, match="fatrop takes"):
+        ocp.solver_options(hessian="limited-memory", solver="fatrop")
+    with pytest.raises(ValueError, match="distinct names"):
+        ocp.compile_stages([pendulum()[0]] * 2, "twice")
