@@ -3,6 +3,7 @@
     python -m benchmarks.contact_hessians                           # solo12 4 feet 3-D, talos_reduced 2 feet 6-D
     python -m benchmarks.contact_hessians --cases solo12 --no-compile   # graph sizes only
     python -m benchmarks.contact_hessians --o1-above 0                  # everything compiled with -O1
+    python -m benchmarks.contact_hessians --cases talos_reduced --o1-above 0 --cap 1e6   # AD sized, not compiled
 
 Per case, at one random state, two SX Functions of (q, v, tau, w1, w2) (for impulses (q, v, w1, w2))
 returning the Hessian of w1^T out1 + w2^T out2 by the raw (q, v, tau), timed in casadi's VM and
@@ -86,7 +87,7 @@ def run(case, settings, compile_):
     rec = {"case": case, "robot": robot, "function": name, "options": {k: str(v) for k, v in options.items()}}
     rec["adj1"] = {"analytical": adj.n_instructions(), "ad": adj_ad.n_instructions()}
     rec["jac_adj1"] = {"analytical": jac.n_instructions(), "ad": jac_ad.n_instructions()}
-    settings = settings._replace(cap=np.inf if compile_ else 0)
+    settings = settings if compile_ else settings._replace(cap=0)
     rec["analytical"], out = measure(ours, inputs, settings)
     rec["ad"], out_ref = measure(ref, inputs, settings)
     rec["err_vs_ad"] = rel_err(out[0], out_ref[0])
@@ -98,25 +99,28 @@ def ratio(rec, key):
     return None if a is None or b is None else a / b
 
 
+def _compiled(rec):
+    return f"{rec['c_min'] * 1e6:.1f} us" if "c_min" in rec else "not compiled"
+
+
+def _gcc(rec):
+    return f"{rec['gcc_seconds']:.0f} s ({rec['flags'].split()[0]})" if "gcc_seconds" in rec else "-"
+
+
 def report(records):
     lines = [
-        "| case | jac_adj1 instr. (ours / AD) | Hessian instr. (ours / AD) | compiled (ours / AD) | ratio "
-        "| gcc s (ours / AD) |",
-        "|---|---|---|---|---|---|",
+        "| case | jac_adj1 instructions (ours / AD) | Hessian instructions (ours / AD) | compiled (ours / AD) | "
+        "ratio | VM (ours / AD) | gcc (ours / AD) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in records:
         a, d = r["analytical"], r["ad"]
-        c = "-" if "c_min" not in a else f"{a['c_min'] * 1e6:.1f} / {d['c_min'] * 1e6:.1f} us"
         rc = ratio(r, "c_min")
-        g = (
-            "-"
-            if "gcc_seconds" not in a
-            else f"{a['gcc_seconds']:.0f} ({a['flags']}) / {d['gcc_seconds']:.0f} ({d['flags']})"
-        )
         lines.append(
             f"| {r['case']} | {r['jac_adj1']['analytical']} / {r['jac_adj1']['ad']} | {a['instructions']} / "
-            f"{d['instructions']} ({a['instructions'] / d['instructions']:.3f}x) | {c} | "
-            f"{'-' if rc is None else f'{rc:.3f}x'} (target {TARGET}x) | {g} |"
+            f"{d['instructions']} ({a['instructions'] / d['instructions']:.3f}x) | {_compiled(a)} / {_compiled(d)} | "
+            f"{'-' if rc is None else f'{rc:.3f}x'} (target {TARGET}x) | {a['vm_min'] * 1e3:.2f} / "
+            f"{d['vm_min'] * 1e3:.2f} ms | {_gcc(a)} / {_gcc(d)} |"
         )
     return "\n".join(lines)
 
@@ -126,13 +130,14 @@ def main(argv=None):
     parser.add_argument("--cases", default="solo12,solo12-impulse,talos_reduced", help=f"of {sorted(CASES)}")
     parser.add_argument("--no-compile", action="store_true", help="graph sizes and VM times only")
     parser.add_argument("--o1-above", type=float, default=2e5, help="compile graphs above this size with -O1")
+    parser.add_argument("--cap", type=float, default=np.inf, help="graphs above this size are not compiled")
     parser.add_argument("--report-only", action="store_true", help="rewrite the report from the stored records")
     args = parser.parse_args(argv)
     store = RESULTS / "contact_hessians.json"
     if args.report_only:
         records = json.loads(store.read_text())
     else:
-        settings = Settings(o1_above=args.o1_above)
+        settings = Settings(cap=args.cap, o1_above=args.o1_above)
         records = []
         for case in args.cases.split(","):
             rec = run(case, settings, not args.no_compile)

@@ -13,7 +13,10 @@ the adjoint KKT system g_y^T nu = -F_y, solved once with the multipliers w:
 solution derivatives (``derivatives.py``, at the nominal (ddq, lambda) that casadi hands
 the adjoint Functions: the KKT system is not solved again), the Hessian is
     H = Z^T Hess_(x, y) L Z,  Z = [I; y_x],  i.e.  H = L_xx + L_xy y_x + y_x^T L_yx,
-since g and F are linear in y (L_yy = 0). Its pieces:
+since g and F are linear in y (L_yy = 0). The gradient (the adjoint adj1) is L_x = F_x + nu^T g_x,
+O(n) past the solve for nu: rnea's adjoint (``second_order/hessians.rnea_adjoint``) at (ddq,
+f_ext(lambda)) with nu1, -nu1 for tau, and the gradient of the kinematic term below. The Hessian's
+pieces:
 - nu1^T rnea: the second-order adjoint of rnea with external forces (``second_order/hessians.rnea_hessian``,
   the closed forms of ``second_order/adjoint.py``): the q-q, q-v, v-v and q-ddq blocks, and the q-lambda
   block H_qf P through the contact forces;
