@@ -20,19 +20,15 @@ import numbers
 import casadi as ca
 
 from . import codegen
+from .expand import keep_analytical
 from .functions import function
+from .spec import choice
 
 JACOBIANS = ("analytical", "ad")
 SOLVERS = ("ipopt", "fatrop")
-HESSIANS = ("exact", "limited-memory")
+HESSIANS = codegen.HESSIANS
 DYNAMICS = ("aba", "rnea")
 COMPILE_FLAGS = ("-O1",)
-
-
-def _choice(arg, value, valid):
-    if value not in valid:
-        raise ValueError(f"{arg} must be one of {', '.join(map(repr, valid))}, got {value!r}")
-    return value
 
 
 def dynamics(
@@ -55,49 +51,31 @@ def dynamics(
     Hessian's forward-over-reverse go through the analytical adjoint and
     contracted Hessian (``casrbd.function``'s ``hessian``); "ad": through AD of
     the dynamics graph.
-    ``compiled=True`` exports the dynamics as C through ``casrbd.codegen`` and
-    loads it back (the rest of the NLP stays in casadi's VM; to compile the
-    whole NLP, pass ``compiled=True`` to ``solver_options`` instead). A
+    ``compiled=True``: ``casrbd.compiled``, the dynamics as a compiled,
+    disk-cached library (the rest of the NLP stays in casadi's VM; to compile
+    the whole NLP, pass ``compiled=True`` to ``solver_options`` instead). A
     compiled Function cannot be differentiated by casadi, so the library
     carries the derivatives casadi asks for: the Jacobian ``jac_<name>`` and,
-    for ``hessian="exact"``, the analytical adjoint and its Jacobian
-    (``adj1_<name>``, ``jac_adj1_<name>``), or with AD second order the
-    Jacobian's Jacobian ``jac_jac_<name>`` (AD of AD of the dynamics graph).
+    for ``hessian="exact"``, the adjoint and its Jacobian (``adj1_<name>``,
+    ``jac_adj1_<name>``: analytical, or AD's with ``second_order="ad"``).
     ``flags``: the C compiler's (``COMPILE_FLAGS``: -O1, since second
     derivatives have 1e5 to 1e6 instructions and -O3 takes minutes on them).
     """
-    _choice("name", name, DYNAMICS)
-    _choice("jacobian", jacobian, JACOBIANS)
-    _choice("hessian", hessian, HESSIANS)
+    choice("name", name, DYNAMICS)
+    choice("jacobian", jacobian, JACOBIANS)
+    choice("hessian", hessian, HESSIANS)
     if jacobian == "ad" and (options or second_order == "analytical"):
         raise TypeError(
             f"options {sorted(options)} and second_order='analytical' select analytical derivatives; "
             f"jacobian='ad' takes neither"
         )
     second_order = second_order or ("analytical" if jacobian == "analytical" else "ad")
-    _choice("second_order", second_order, JACOBIANS)
+    choice("second_order", second_order, JACOBIANS)
     if not compiled:
         return function(model, name, f_ext=f_ext, jacobian=jacobian, second_order=second_order, **options)
-    functions = library_functions(model, name, jacobian, f_ext, hessian, second_order, **options)
-    lib = codegen.compile_functions(
-        functions, name=functions[0].name() + ("_h" if hessian == "exact" else "_j"), flags=flags
+    return codegen.compiled(
+        model, name, flags, hessian=hessian, f_ext=f_ext, jacobian=jacobian, second_order=second_order, **options
     )
-    return lib[functions[0].name()]
-
-
-def library_functions(model, name, jacobian="analytical", f_ext=False, hessian="exact", second_order=None, **options):
-    """The Functions ``dynamics`` compiles: f, with jac_f for AD (codegen ships a custom Jacobian and
-    a second-order adjoint with f), and for the exact Hessian with AD second order the Jacobian's
-    Jacobian jac_jac_f (AD of the dynamics graph in both first-order modes, as casadi takes it in the
-    VM)."""
-    second_order = second_order or ("analytical" if jacobian == "analytical" else "ad")
-    f = function(model, name, f_ext=f_ext, jacobian=jacobian, second_order=second_order, **options)
-    jac = f.jacobian()
-    functions = [f] + ([jac] if jacobian == "ad" else [])
-    if hessian == "exact" and second_order == "ad":
-        H = function(model, name, f_ext=f_ext).jacobian().jacobian()
-        functions.append(ca.Function("jac_" + jac.name(), H.sx_in(), H.call(H.sx_in()), H.name_in(), H.name_out()))
-    return functions
 
 
 def forward_dynamics_ode(model, fd):
@@ -375,7 +353,14 @@ def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
 
 
 def solver_options(
-    hessian="exact", warm_start=False, verbose=False, compiled=False, flags=COMPILE_FLAGS, solver="ipopt", **extra
+    hessian="exact",
+    warm_start=False,
+    verbose=False,
+    compiled=False,
+    flags=COMPILE_FLAGS,
+    solver="ipopt",
+    expand=False,
+    **extra,
 ):
     """Options for ``opti.solver(solver, ...)``, ``solver`` "ipopt" or "fatrop" (``SOLVERS``);
     ``extra`` adds the solver's own options by name.
@@ -388,10 +373,12 @@ def solver_options(
     constraints, their Jacobian, the Hessian of the Lagrangian, with the
     dynamics Functions and their derivatives inside) and compiles them with
     the system C compiler and ``flags`` when the solver is created (casadi's
-    ``jit``); the derivatives are the ones the dynamics Functions carry."""
-    _choice("hessian", hessian, HESSIANS)
-    _choice("solver", solver, SOLVERS)
-    opts = {"record_time": True, "print_time": False}
+    ``jit``); the derivatives are the ones the dynamics Functions carry.
+    ``expand``: casadi turns the NLP into SX, with ``postpone_expand`` so that
+    the analytical derivatives are taken first and kept (``casrbd.keep_analytical``)."""
+    choice("hessian", hessian, HESSIANS)
+    choice("solver", solver, SOLVERS)
+    opts = keep_analytical({"record_time": True, "print_time": False, "expand": expand})
     if solver == "fatrop":
         if hessian != "exact" or warm_start:
             raise ValueError("fatrop takes hessian='exact' and no warm_start; use solver='ipopt' for those")
