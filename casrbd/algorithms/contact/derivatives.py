@@ -135,19 +135,20 @@ class Coupling(NamedTuple):
     Q: object  # K^-1 DY^T = L_K^-T DR
     MJt: object  # M^-1 J^T = G DY
     dofs: set  # the dofs that support a contact (``supporting_dofs``)
-    tau: bool  # T is needed anyway (dlambda/dtau of the contact dynamics), and so are R and G
-    product: object  # L^-1 B: ``ltdl.g_times`` where G is needed or some column stays sparse, else l_solve
+    tau: bool  # T is needed anyway (dlambda/dtau of the contact dynamics), and so is R
+    product: object  # L^-1 B: ``ltdl.g_times`` where some dof supports no contact (sparse columns), else
+    # the forward substitution (``dynamics.l_solve``: every column fills the tree)
 
 
 def coupling(model, dl, contacts, tau):
+    dofs = supporting_dofs(model, contacts)
+    product = ltdl.g_times if len(dofs) < model.nv else dynamics.l_solve
     R = ca.vertcat(*dl.K.lower(dl.DY.T))
     DR = ca.vertcat(*[d * R[k, :] for k, d in enumerate(dl.K.dinv)])
-    V = ltdl.g_times(model, dl.f, R.T)
+    V = product(model, dl.f, R.T)
     DV = ca.horzcat(*[d * V[:, k] for k, d in enumerate(dl.K.dinv)])
     T = dl.K.upper([DV[:, k].T for k in range(DV.shape[1])]).T
     Q = dl.K.upper([DR[k, :] for k in range(DR.shape[0])])
-    dofs = supporting_dofs(model, contacts)
-    product = ltdl.g_times if tau or len(dofs) < model.nv else dynamics.l_solve
     return Coupling(R, DR, V, DV, T, Q, product(model, dl.f, dl.DY), dofs, tau, product)
 
 
