@@ -27,15 +27,22 @@ adds kd dv/dx and kp de_p/dq: J_lin + [e_p]x J_ang (3d) or Jlog6 J (6d;
 Jlog6 by casadi's AD of ``log6`` at the contact, a 6 x 6 block). Forces in
 world axes (``local_world_aligned``), lambda_W = R lambda, add the turn of R:
 dlambda_W/dq = R dlambda/dq - [lambda_W]x R J_ang.
-Glossary: dc_dq, dc_dv (dc/dx), dID (dID/dx), W, DY = D^-1 Y, MJt = M^-1 J^T.
+The tree's topology says which products are zero (contacts on different branches: two feet, four feet,
+hands): the columns of Y, of W for a dof and of K^-1 DY^T live on the dofs that support them, the
+feet couple only through their common ancestors (the base), and dlambda/dx for a dof that supports no
+contact is K^-1 DY^T W (dc/dx is zero there); dddq/dtau is one symmetric product G P G^T through the
+factor's sparsity (``ltdl.sandwich``).
+Glossary: dc_dq, dc_dv (dc/dx), dID (dID/dx), W = L^-T dID, DY = D^-1 Y, cp the ``Coupling``
+(R, V, T, Q).
 """
 
 import functools
+from typing import NamedTuple
 
 import casadi as ca
 
 from ...model import per_model
-from ...spatial import ang, cross, lin, log6, motion_cross, se3_exp, skew
+from ...spatial import ang, cross, lin, log6, motion_cross, se3_exp, skew, symmetric
 from ...spec import Jacobian, Out, Spec, configuration, tangent
 from ..idsva import idsva, tree_placements
 from ..passes import ltdl
@@ -110,26 +117,73 @@ def contact_forces(model, contacts, lam):
     return ca.horzcat(*[ca.DM.zeros(6, 1) if isinstance(x, int) else x for x in cols])
 
 
-def _kkt(model, dl, dID, dc):
-    """(dlambda, dddq) for the partial derivatives dID, dc (columns side by side)."""
-    W = dynamics.lt_solve(model, dl.f, dID)
+def supporting_dofs(model, contacts):
+    """The velocity coordinates of the joints that support a contact: the only ones that move it."""
+    joints = {j for c in contacts for j in model.supports[model.frames[c.frame].joint]}
+    return {k for j in joints for k in range(model.v_slice(j).start, model.v_slice(j).stop)}
+
+
+class Coupling(NamedTuple):
+    """The contact terms of the KKT derivatives, K = L_K D_K L_K^T; R and Q are nonzero on the dofs that
+    support the contacts only (DY's rows), from which G spreads V and T down the tree."""
+
+    R: object  # L_K^-1 DY^T
+    DR: object  # D_K^-1 R
+    V: object  # G R^T = M^-1 J^T L_K^-T
+    DV: object  # V D_K^-1
+    T: object  # M^-1 J^T K^-1 = (L_K^-T DV^T)^T
+    Q: object  # K^-1 DY^T = L_K^-T DR
+    MJt: object  # M^-1 J^T = G DY
+    dofs: set  # the dofs that support a contact (``supporting_dofs``)
+    tau: bool  # T is needed anyway (dlambda/dtau of the contact dynamics), and so is R
+    product: object  # L^-1 B: ``ltdl.g_times`` where some dof supports no contact (sparse columns), else
+    # the forward substitution (``dynamics.l_solve``: every column fills the tree)
+
+
+def coupling(model, dl, contacts, tau):
+    dofs = supporting_dofs(model, contacts)
+    product = ltdl.g_times if len(dofs) < model.nv else dynamics.l_solve
+    R = ca.vertcat(*dl.K.lower(dl.DY.T))
+    DR = ca.vertcat(*[d * R[k, :] for k, d in enumerate(dl.K.dinv)])
+    V = product(model, dl.f, R.T)
+    DV = ca.horzcat(*[d * V[:, k] for k, d in enumerate(dl.K.dinv)])
+    T = dl.K.upper([DV[:, k].T for k in range(DV.shape[1])]).T
+    Q = dl.K.upper([DR[k, :] for k in range(DR.shape[0])])
+    return Coupling(R, DR, V, DV, T, Q, product(model, dl.f, dl.DY), dofs, tau, product)
+
+
+def _kkt(model, dl, cp, dID, dc, dofs):
+    """(dlambda, dddq) for the partial derivatives dID, dc (columns side by side, by the dofs ``dofs``):
+    W = L^-T dID keeps the zeros of the branches off each column's joint; dlambda = -K^-1 (dc - DY^T W),
+    or Q W where the dof supports no contact (dc zero there) and such dofs are many, summing over the
+    contact-supporting dofs among W's nonzeros; dddq = -G (D^-1 W - DY dlambda) over the nonzeros."""
+    W = ltdl.lt_solve(model, dl.f, dID)
     if dl.J.shape[0] == 0:
-        return ca.DM(0, dID.shape[1]), -dynamics.l_solve(model, dl.f, dynamics.scaled(dl.f, W))
-    dlam = -dl.K.solve(dc - ca.mtimes(dl.DY.T, W))
-    return dlam, -dynamics.l_solve(model, dl.f, dynamics.scaled(dl.f, W - ca.mtimes(dl.Y, dlam)))
+        return ca.DM(0, dID.shape[1]), -ltdl.g_times(model, dl.f, ltdl.scaled(dl.f, W))
+    rest = [k for k, d in enumerate(dofs) if d not in cp.dofs]
+    # Q costs about nc^2 |dofs| / 2 with R at hand (else twice) and saves about nc^2 per column (the
+    # contact dynamics have two sets of them, d/dq and d/dv)
+    if not cp.tau and len(rest) <= len(cp.dofs):
+        rest = []
+    moving = [k for k in range(len(dofs)) if k not in rest]
+    cols = dict(zip(moving, ca.horzsplit(-dl.K.solve(dc[:, moving] - ca.mtimes(dl.DY.T, W[:, moving])))))
+    cols.update(zip(rest, ca.horzsplit(ca.mtimes(cp.Q, W[:, rest]))))
+    dlam = ca.horzcat(ca.DM(dl.J.shape[0], 0), *[cols[k] for k in range(len(dofs))])
+    return dlam, -cp.product(model, dl.f, ltdl.scaled(dl.f, W) - ca.mtimes(dl.DY, dlam))
 
 
-def _kkt_free_flyers(model, q, dl, dID_dq, dc_dq, MJt):
+def _kkt_free_flyers(model, q, dl, cp, dID_dq, dc_dq):
     """(dlambda/dq, dddq/dq) where the columns of free-flyer roots are closed-form: moving a whole tree
     turns only gravity in its frame (``idsva.py``: dID/dq_r = -M[:, r:r+3] [g_b]x on rotations), so
     M^-1 dID/dq_r = Z_r is -[g_b]x on the root's linear rows, and J M^-1 dID/dq_r = J[:, r:r+3] Z; the
-    contact errors, local, change only through kp (in dc_dq)."""
+    contact errors, local, change only through kp (in dc_dq). ``cp``: the ``Coupling`` (None without
+    contacts); M^-1 J^T dlambda is -T (...) where T is needed anyway."""
     roots = free_flyer_roots(model)
     base = [model.idx_v[r] + k for r in roots for k in range(6)]
     other = [c for c in range(model.nv) if c not in base]
     lam_cols, ddq_cols = {}, {}
     if other:
-        dlam, dddq = _kkt(model, dl, dID_dq[:, other], dc_dq[:, other])
+        dlam, dddq = _kkt(model, dl, cp, dID_dq[:, other], dc_dq[:, other], other)
         for j, c in enumerate(other):
             lam_cols[c], ddq_cols[c] = dlam[:, j], dddq[:, j]
     a0 = tree_placements(model, q)[2]
@@ -137,8 +191,9 @@ def _kkt_free_flyers(model, q, dl, dID_dq, dc_dq, MJt):
         c = model.idx_v[r]
         Z = ca.vertcat(ca.DM(c, 6), ca.horzcat(ca.DM(3, 3), skew(lin(a0[r]))), ca.DM(model.nv - c - 3, 6))
         if dl.J.shape[0]:
-            dlam = -dl.K.solve(dc_dq[:, c : c + 6] - ca.mtimes(dl.J[:, c : c + 3], Z[c : c + 3, :]))
-            dddq = ca.mtimes(MJt, dlam) - Z
+            e = dc_dq[:, c : c + 6] - ca.mtimes(dl.J[:, c : c + 3], Z[c : c + 3, :])
+            dlam = -dl.K.solve(e)
+            dddq = (-ca.mtimes(cp.T, e) if cp.tau else ca.mtimes(cp.MJt, dlam)) - Z
         else:
             dlam, dddq = ca.DM(0, 6), -Z
         for k in range(6):
@@ -146,15 +201,16 @@ def _kkt_free_flyers(model, q, dl, dID_dq, dc_dq, MJt):
     return tuple(ca.horzcat(*[cols[k] for k in range(model.nv)]) for cols in (lam_cols, ddq_cols))
 
 
-def _force_input(model, dl):
-    """(dlambda/dtau, dddq/dtau) and M^-1 J^T: dlambda/dtau = -K^-1 J M^-1, dddq/dtau = M^-1 + M^-1 J^T
-    dlambda/dtau, whose second term -(M^-1 J^T) K^-1 (J M^-1) is computed as a symmetric matrix."""
-    Minv = ltdl.inverse(model, dl.f)
+def _force_input(model, dl, cp):
+    """(dlambda/dtau, dddq/dtau): dlambda/dtau = -K^-1 J M^-1 = -T^T, and dddq/dtau = M^-1 - M^-1 J^T K^-1
+    J M^-1 = G (D^-1 - R^T D_K^-1 R) G^T, one symmetric product through G's sparsity (``ltdl.sandwich``)
+    where D^-1 - R^T D_K^-1 R is diagonal but on the dofs that support the contacts, or M^-1 - DV V^T
+    row by row where that is shorter."""
+    Dinv = ca.diag(ca.vertcat(*dl.f.Dinv))
     if dl.J.shape[0] == 0:
-        return ca.DM(0, model.nv), Minv, ca.DM(model.nv, 0)
-    MJt = dynamics.l_solve(model, dl.f, dl.DY)
-    KinvJMinv, congruence = dl.K.congruence(MJt.T)
-    return -KinvJMinv, Minv - congruence, MJt
+        return ca.DM(0, model.nv), ltdl.sandwich(model, dl.f, Dinv)
+    P = Dinv - symmetric(ca.mtimes(cp.R.T, cp.DR))
+    return -cp.T.T, ltdl.sandwich(model, dl.f, P, (cp.DV, cp.V))
 
 
 def world_aligned(contacts, kin, lam, d_dq, others):
@@ -175,9 +231,10 @@ def local_constraint_derivatives(model, q, v, sol, contacts, kp, kd):
     kin = dynamics.contact_kinematics(model, q, v, sol.ddq, contacts)
     dID_dq, dID_dv, _ = idsva(model, q, v, sol.ddq, contact_forces(model, contacts, sol.lam))
     dc_dq, dc_dv = constraint_derivatives(model, kin, contacts, kp, kd)
-    dlam_dtau, dddq_dtau, MJt = _force_input(model, sol.dl)
-    dlam_dq, dddq_dq = _kkt_free_flyers(model, q, sol.dl, dID_dq, dc_dq, MJt)
-    dlam_dv, dddq_dv = _kkt(model, sol.dl, dID_dv, dc_dv)
+    cp = coupling(model, sol.dl, contacts, True) if contacts else None
+    dlam_dtau, dddq_dtau = _force_input(model, sol.dl, cp)
+    dlam_dq, dddq_dq = _kkt_free_flyers(model, q, sol.dl, cp, dID_dq, dc_dq)
+    dlam_dv, dddq_dv = _kkt(model, sol.dl, cp, dID_dv, dc_dv, range(model.nv))
     return kin, (dddq_dq, dddq_dv, dddq_dtau, dlam_dq, dlam_dv, dlam_dtau)
 
 
@@ -220,13 +277,13 @@ def local_impulse_derivatives(model, q, v, imp, contacts, restitution):
     )
     zero = ca.DM.zeros(model.nv)
     dID_dq = idsva(weightless(model), q, zero, imp.v_plus - v, contact_forces(model, contacts, imp.P))[0]
-    MJt = dynamics.l_solve(model, imp.dl.f, imp.dl.DY)
+    cp = coupling(model, imp.dl, contacts, False) if contacts else None
     # without gravity, moving a whole free-flying tree changes nothing: zero columns
-    dP_dq, dvp_dq = _kkt_free_flyers(weightless(model), q, imp.dl, dID_dq, dc_dq, MJt)
+    dP_dq, dvp_dq = _kkt_free_flyers(weightless(model), q, imp.dl, cp, dID_dq, dc_dq)
     # d/dv-: M (dv+ - I) = J^T dP, J dv+ + r J + mu dP = 0
     if contacts:
         dP_dv = -(1 + restitution) * imp.dl.K.solve(imp.dl.J)
-        dvp_dv = ca.DM.eye(model.nv) + ca.mtimes(MJt, dP_dv)
+        dvp_dv = ca.DM.eye(model.nv) + ca.mtimes(cp.MJt, dP_dv)
     else:
         dP_dv, dvp_dv = ca.DM(0, model.nv), ca.DM.eye(model.nv)
     return kin, (dvp_dq, dvp_dv, dP_dq, dP_dv)

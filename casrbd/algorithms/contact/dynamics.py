@@ -103,26 +103,12 @@ def baumgarte(contacts, kin, kp, kd):
 # ---------------------------------------------------------------- the sparse KKT solve
 
 
-def lt_solve(model, f, B):
-    """L^-T B: back-substitution from the leaves (rows of B on the dofs)."""
-    Y = [B[i, :] for i in range(model.nv)]
-    for i in reversed(range(model.nv)):
-        for j in dof_ancestors(model, i):
-            Y[j] = Y[j] - f.L[i, j] * Y[i]
-    return ca.vertcat(*Y)
-
-
 def l_solve(model, f, B):
-    """L^-1 B: forward substitution from the root."""
+    """L^-1 b for a vector: forward substitution from the root (``ltdl.g_times`` for many columns)."""
     X = []
     for i in range(model.nv):
         X.append(B[i, :] - sum((f.L[i, j] * X[j] for j in dof_ancestors(model, i)), 0))
     return ca.vertcat(*X)
-
-
-def scaled(f, Y):
-    """D^-1 Y."""
-    return ca.vertcat(*[d * Y[i, :] for i, d in enumerate(f.Dinv)])
 
 
 class LDL:
@@ -156,13 +142,6 @@ class LDL:
         """K^-1 B."""
         return self.upper([d * y for d, y in zip(self.dinv, self.lower(B))])
 
-    def congruence(self, B):
-        """(K^-1 B, B^T K^-1 B), the second computed as a symmetric matrix."""
-        y = self.lower(B)
-        Y = ca.vertcat(*y)
-        DY = ca.vertcat(*[d * r for d, r in zip(self.dinv, y)])
-        return self.upper([DY[i, :] for i in range(self.n)]), symmetric(ca.mtimes(Y.T, DY))
-
 
 class Delassus(NamedTuple):
     f: object  # ltdl.Factors of M
@@ -175,8 +154,8 @@ class Delassus(NamedTuple):
 def delassus(model, q, J, damping):
     f = ltdl.factorize(model, crba(model, q))
     J = ca.vertcat(ca.DM(0, model.nv), *J)
-    Y = lt_solve(model, f, J.T)
-    DY = scaled(f, Y)
+    Y = ltdl.lt_solve(model, f, J.T)
+    DY = ltdl.scaled(f, Y)
     K = symmetric(ca.mtimes(Y.T, DY))
     if damping:
         K = K + damping * ca.DM.eye(J.shape[0])
@@ -194,15 +173,15 @@ def solve(model, q, v, tau, contacts, kp=0.0, kd=0.0, damping=0.0):
     """The constrained accelerations and local contact forces."""
     kin = contact_kinematics(model, q, v, ca.DM.zeros(model.nv), contacts)
     dl = delassus(model, q, kin.J, damping)
-    z = lt_solve(model, dl.f, tau - nonlinear_effects(model, q, v))
+    z = ltdl.lt_solve(model, dl.f, tau - nonlinear_effects(model, q, v))
     if not contacts:
-        return Solution(kin, dl, l_solve(model, dl.f, scaled(dl.f, z)), ca.DM(0, 1))
+        return Solution(kin, dl, l_solve(model, dl.f, ltdl.scaled(dl.f, z)), ca.DM(0, 1))
     rhs = -ca.vertcat(*[contact_acceleration(c, fm) for c, fm in zip(contacts, kin.fm)])
     a_bg = baumgarte(contacts, kin, kp, kd)
     if a_bg is not None:
         rhs = rhs + a_bg
     lam = dl.K.solve(rhs - ca.mtimes(dl.DY.T, z))
-    ddq = l_solve(model, dl.f, scaled(dl.f, z + ca.mtimes(dl.Y, lam)))
+    ddq = l_solve(model, dl.f, ltdl.scaled(dl.f, z + ca.mtimes(dl.Y, lam)))
     return Solution(kin, dl, ddq, lam)
 
 
@@ -238,7 +217,7 @@ def solve_impulse(model, q, v, contacts, restitution=0.0, damping=0.0):
     if not contacts:
         return Impulse(kin, dl, v, ca.DM(0, 1))
     P = -dl.K.solve((1 + restitution) * ca.mtimes(dl.J, v))
-    return Impulse(kin, dl, v + l_solve(model, dl.f, scaled(dl.f, ca.mtimes(dl.Y, P))), P)
+    return Impulse(kin, dl, v + l_solve(model, dl.f, ltdl.scaled(dl.f, ca.mtimes(dl.Y, P))), P)
 
 
 def impulse_dynamics(model, q, v, contacts, reference="local", restitution=0.0, damping=0.0):

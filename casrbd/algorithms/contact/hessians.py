@@ -40,6 +40,7 @@ from ...model import per_model
 from ...spatial import symmetric
 from ...spec import SecondOrderAdjoint
 from ..configuration import integrate
+from ..passes import ltdl
 from ..second_order.hessians import chart_term, rnea_adjoint, rnea_hessian
 from . import derivatives, dynamics
 
@@ -107,9 +108,9 @@ def local_forces(contacts, fms, lam, reference):
 
 def adjoint_multipliers(model, dl, w1, w_local):
     """(nu1, nu2) solving [M J^T; -J mu] [nu1; nu2] = -[w1; w_local] (g_y^T nu = -F_y)."""
-    z = dynamics.lt_solve(model, dl.f, w1)
+    z = ltdl.lt_solve(model, dl.f, w1)
     nu2 = -dl.K.solve(w_local + ca.mtimes(dl.DY.T, z))
-    nu1 = -dynamics.l_solve(model, dl.f, dynamics.scaled(dl.f, z + ca.mtimes(dl.Y, nu2)))
+    nu1 = -dynamics.l_solve(model, dl.f, ltdl.scaled(dl.f, z + ca.mtimes(dl.Y, nu2)))
     return nu1, nu2
 
 

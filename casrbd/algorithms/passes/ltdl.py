@@ -45,26 +45,68 @@ def factorize(model, M):
 
 
 def inverse(model, f):
-    """M^-1 = G D^-1 G^T, the upper triangle computed and mirrored."""
-    rows = [{i: 1, **{k: f.G[i, k] for k in ancestors(model, i)}} for i in range(model.nv)]
-    scaled = [{k: g * f.Dinv[k] for k, g in row.items()} for row in rows]
-    upper = [
-        [
-            sum((w * rows[j][k] for k, w in scaled[i].items() if k in rows[j]), 0) if j >= i else 0
-            for j in range(model.nv)
-        ]
-        for i in range(model.nv)
-    ]
+    """M^-1 = G D^-1 G^T."""
+    return sandwich(model, f, ca.diag(ca.vertcat(*f.Dinv)))
+
+
+def sandwich(model, f, P, low_rank=None):
+    """G P G^T for a symmetric nv x nv P whose structural zeros follow the tree (D^-1, or D^-1 - C with
+    C a block on the dofs that support the contacts), the upper triangle computed and mirrored: entry
+    (i, j) sums over the ancestors l of j where (G P)_il is nonzero, so that dofs on different branches
+    meet only in their common ancestors and the contact block. ``low_rank`` = (U, V) with G C G^T =
+    U V^T (nv x r each, C of rank r, r products per entry): a row whose sums, with those of (G P)_i
+    and of the entries of C it is the first to need, are longer than its entries' common ancestors
+    plus r each is computed as M^-1_ij - U_i V_j^T instead (many contact rows on few branches)."""
+    GP = g_times(model, f, P)
+    gp, p = GP.sparsity(), P.sparsity()
+    G = [{i: 1, **{k: f.G[i, k] for k in ancestors(model, i)}} for i in range(model.nv)]  # rows of G
+    upper, paid = [], set()  # the rows of P that rows before used
+    for i in range(model.nv):
+        js = range(i, model.nv)
+        through_p = [[l for l in G[j] if gp.has_nz(i, l)] for j in js]
+        common = [[k for k in G[i] if k in G[j]] for j in js]
+        if low_rank is not None:
+            r = low_rank[0].shape[1]
+            nnz = {k: p.colind()[k + 1] - p.colind()[k] for k in G[i]}
+            cost_p = (
+                sum(nnz.values()) + sum(map(len, through_p)) + r * sum(nnz[k] - 1 for k in G[i] if k not in paid) // 2
+            )
+        if low_rank is None or cost_p <= sum(len(ks) + r for ks in common):
+            row = [sum((GP[i, l] * G[j][l] for l in ls), 0) for j, ls in zip(js, through_p)]
+            paid.update(G[i])
+        else:
+            U, V = low_rank
+            GD = {k: g * f.Dinv[k] for k, g in G[i].items()}  # row i of G D^-1
+            row = [sum((GD[k] * G[j][k] for k in ks), 0) - ca.mtimes(U[i, :], V[j, :].T) for j, ks in zip(js, common)]
+        upper.append([0] * i + row)
     return symmetric(ca.blockcat(upper))
 
 
-def solve(model, f, B):
-    """M^-1 B for an nv x m matrix B, row by row."""
-    if not model.nv:  # no joint: B is 0 x m, and so is M^-1 B (vertcat of no rows would be 0 x 1)
-        return B
+def g_times(model, f, B):
+    """G B = L^-1 B for an nv x m matrix B: row i sums over the ancestors of i through the explicit
+    G, so that the rows where B is structurally zero (the dofs off the branches that a column moves)
+    cost nothing, where a forward substitution would fill them in first."""
+    rows = [B[i, :] for i in range(model.nv)]
+    return ca.vertcat(*[rows[i] + sum((f.G[i, k] * rows[k] for k in ancestors(model, i)), 0) for i in range(model.nv)])
+
+
+def lt_solve(model, f, B):
+    """L^-T B: back-substitution from the leaves (rows of B on the dofs); a column's nonzeros spread
+    only to the ancestors of its rows."""
     Y = [B[i, :] for i in range(model.nv)]
-    for i in reversed(range(model.nv)):  # L^T y = b, leaves to root
+    for i in reversed(range(model.nv)):
         for j in ancestors(model, i):
             Y[j] = Y[j] - f.L[i, j] * Y[i]
-    Z = [f.Dinv[i] * Y[i] for i in range(model.nv)]
-    return ca.vertcat(*[Z[i] + sum((f.G[i, k] * Z[k] for k in ancestors(model, i)), 0) for i in range(model.nv)])
+    return ca.vertcat(*Y)
+
+
+def scaled(f, Y):
+    """D^-1 Y."""
+    return ca.vertcat(*[d * Y[i, :] for i, d in enumerate(f.Dinv)])
+
+
+def solve(model, f, B):
+    """M^-1 B = G D^-1 L^-T B for an nv x m matrix B."""
+    if not model.nv:  # no joint: B is 0 x m, and so is M^-1 B (vertcat of no rows would be 0 x 1)
+        return B
+    return g_times(model, f, scaled(f, lt_solve(model, f, B)))
