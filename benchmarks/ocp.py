@@ -186,7 +186,7 @@ NOTES = """
   derivatives; J+H, the analytical Jacobian, adjoint and contracted Hessian (`second_order="analytical"`).
 - Times are the process's CPU time in the solve (`t_proc_total`), in the constraint Jacobian (`jac_g`)
   and in the Hessian of the Lagrangian (`hess_l`); `/AD` is the ratio to the AD row of the same example
-  and code. The modes take the same iterates (tests/test_ocp.py and tests/test_second_order_wiring.py).
+  and code. The modes take the same iterates (tests/ocp/test_ocp.py and tests/second_order/test_second_order_wiring.py).
 - MPC rows sum the closed-loop solves, the first cold, the others warm-started.
 """
 

@@ -30,7 +30,7 @@ axis2 of the rotated frame); a revolute joint is one angle, bounded or not.
 ``JOINT_TYPES`` maps casrbd's names to the classes, and ``FORMAT_TYPES`` maps
 the joint names of file formats to casrbd's (None: a fixed joint). Adding a
 joint type means writing its class here, its registry entry, and its case in
-the joint-contract tests (``tests/test_joints.py``).
+the joint-contract tests (``tests/core/test_joints.py``).
 """
 
 from typing import Optional

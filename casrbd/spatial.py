@@ -1,6 +1,6 @@
 """Spatial algebra written once over casadi types (numpy, DM, SX, MX).
 
-Conventions (Pinocchio's, pinned by tests/test_spatial.py):
+Conventions (Pinocchio's, pinned by tests/core/test_spatial.py):
 - a motion (velocity, acceleration) is the 6-vector [linear; angular],
   a force is [force; torque]; a "set" is a 6 x k matrix of such columns,
   and every operation here acts column-wise on sets;

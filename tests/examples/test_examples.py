@@ -11,7 +11,7 @@ import casrbd
 from casrbd import cli
 from casrbd.models import load_robot
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_quickstart_runs(capsys):

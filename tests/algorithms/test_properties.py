@@ -268,7 +268,7 @@ def test_rnea_derivatives_match_ad(case):
 @given(cases(max_bodies=8, joint_types=CONSTANT_SUBSPACE_TYPES))
 def test_at_rest_without_gravity_everything_is_exactly_zero(case):
     """g = 0, v = 0, a = 0 (tau = 0): tau, a and their derivatives in q and v are exact zeros, for
-    both analytical methods (test_derivatives.py::test_rounding_zero_velocity_derivatives_are_exactly_zero
+    both analytical methods (algorithms/test_derivatives.py::test_rounding_zero_velocity_derivatives_are_exactly_zero
     shows d/dv on two robots through the cached Functions)."""
     model, (q, *_) = case
     model = model.with_gravity([0.0, 0.0, 0.0])

@@ -3,7 +3,7 @@
 References: the identities rnea = (M + diag(armature)) a + nle and aba = rnea^-1,
 Pinocchio with ``model.armature`` set (its crba, rnea, aba, computeMinverse and
 both derivative algorithms include it), casadi's AD of the dynamics graphs,
-and MuJoCo (tests/test_mjcf.py: its ``dof_armature`` in mj_fullM and
+and MuJoCo (tests/loaders/test_mjcf.py: its ``dof_armature`` in mj_fullM and
 mj_inverse). Robots: synthetic trees with every constant-subspace joint type
 (a free-flyer root in ``random``), arm7, panda and solo12 (a free flyer).
 """

@@ -27,7 +27,7 @@ from casrbd import codegen, ocp
 from casrbd.models import CONSTANT_SUBSPACE_TYPES, load_robot, random_tree, serial_chain
 from casrbd.testing import random_state, rel_err
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-12
 FAST = ("-O1",)  # compiles several times faster than the default -O3
 NO_OPT = ("-O0",)  # faster still, where the code's speed does not matter
@@ -137,7 +137,7 @@ def test_two_models_load_side_by_side_and_link_into_one_program(tmp_path):
     for robot, lib in libs.items():  # both loaded in this process
         f = casrbd.function(MODELS[robot], "rnea", f_ext=True)
         assert rel_err(evaluate(lib[f.name()], args[robot])[0], evaluate(f, args[robot])[0]) < TOL
-    # one C program with both libraries' code: the driver of tests/test_generated_c.py calls each rnea
+    # one C program with both libraries' code: the driver of tests/compiled/test_generated_c.py calls each rnea
     cmd = ["gcc", "-O0", "-I", ROOT / "tests" / "c"]
     for lib in libs.values():
         cmd += ["-include", lib.source.with_suffix(".h"), lib.source]

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-FUZZER = os.path.join(os.path.dirname(__file__), "fuzz", "fuzz_urdf.py")
+FUZZER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fuzz", "fuzz_urdf.py")
 SECONDS = float(os.environ.get("CASRBD_FUZZ_SECONDS", "20"))
 
 

@@ -93,7 +93,7 @@ def test_hessian_equals_ad(name, dynamics):
 @pytest.mark.parametrize("name", ["small", "arm7"])
 def test_hessian_with_armature_equals_ad(name, dynamics):
     """Armature on every joint but a free-flyer root (where IDSVA's first-order base columns, which
-    aba_hessian uses, take it inside M: tests/test_armature.py's xfail)."""
+    aba_hessian uses, take it inside M: tests/algorithms/test_armature.py's xfail)."""
     base = small_tree() if name == "small" else get_model(name)
     armature = np.random.default_rng(0).uniform(0.01, 0.2, base.nv)
     for r in (i for i, j in enumerate(base.joints) if base.parents[i] < 0 and j.full_motion):

@@ -27,7 +27,7 @@ import casrbd
 from casrbd import ocp
 from casrbd.models import load_robot
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COST_RTOL = 1e-6
 TRAJ_ATOL = 1e-5
 PNG = b"\x89PNG\r\n\x1a\n"

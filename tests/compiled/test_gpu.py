@@ -26,7 +26,7 @@ from casrbd.testing import rel_err
 TOL = 1e-12
 SINGLE_TOL = 1e-4  # float32 through a few thousand operations
 N_STATES = 13  # not a multiple of anything
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONTACTS = (("tip2", "3d"), ("tip3", "3d"))
 
 

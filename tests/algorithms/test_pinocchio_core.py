@@ -4,7 +4,7 @@ Synthetic trees (every joint type with a constant motion subspace, as a chain,
 a binary tree and a random tree with a free-flyer root) go to Pinocchio through
 tests/oracle.py's ``to_pinocchio``; the URDF robots are parsed by Pinocchio's own
 URDF parser. Every test takes the ``pin`` fixture: skipped without Pinocchio.
-(Trees of the universal joint: tests/test_joints.py.)
+(Trees of the universal joint: tests/core/test_joints.py.)
 """
 
 import numpy as np

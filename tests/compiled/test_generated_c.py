@@ -35,7 +35,7 @@ from casrbd import codegen
 from casrbd.models import CONSTANT_SUBSPACE_TYPES, load_robot, random_tree
 from casrbd.testing import random_state, rel_err
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 C_DIR = ROOT / "tests" / "c"
 WARNINGS = ("-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror")
 SANITIZERS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")

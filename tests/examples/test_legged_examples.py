@@ -22,7 +22,7 @@ from conftest import requires_example_robot_data
 import casrbd
 from casrbd import ocp
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
 TOL = 1e-6
 
