@@ -16,6 +16,7 @@ symbols, since an SX graph inlines the call and differentiates it by AD.
 """
 
 import numbers
+import re
 
 import casadi as ca
 
@@ -429,10 +430,20 @@ def solve(opti):
     """Solve and return the solver statistics: status, success, iterations, cost and wall times.
 
     A failed solve does not raise: its status says so, and ``opti.debug.value``
-    gives the last iterate (as it gives the solution after a success)."""
+    gives the last iterate (as it gives the solution after a success). A
+    compiled Function without the derivatives the solver asks for raises a
+    ``RuntimeError`` that says how to build it."""
     try:
         opti.solve_limited()
     except RuntimeError as e:
+        missing = re.search(r"Derivatives cannot be calculated for (\S+)", str(e))
+        if missing:
+            raise RuntimeError(
+                f"the compiled Function {missing.group(1)!r} carries no derivatives for this solver: build it "
+                f"with casrbd.compiled(model, name, ...) (its library ships the Jacobian, adjoint and Hessian), "
+                f"or hessian='limited-memory' in casrbd.compiled and solver_options when there is no exact "
+                f"Hessian\n(casadi: {str(e).splitlines()[-1]})"
+            ) from None
         if "return_status" not in str(e):  # not IPOPT failing, but building or calling the problem
             raise
     s = opti.stats()

@@ -24,8 +24,8 @@ import pytest
 from conftest import normalized_slices, requires_example_robot_data
 
 import casrbd
-from casrbd import ocp
-from casrbd.models import load_robot
+from casrbd import codegen, ocp
+from casrbd.models import load_robot, serial_chain
 
 ROOT = Path(__file__).resolve().parents[2]
 COST_RTOL = 1e-6
@@ -404,3 +404,19 @@ def test_mpc_compiled_matches_interpreted(mpcs, tmp_path, monkeypatch):
     assert all(s["success"] for s in compiled["solves"])
     for k in ("q", "v", "tau"):
         assert np.abs(compiled[k] - r["analytical"][k]).max() <= TRAJ_ATOL, k
+
+
+def test_a_compiled_function_without_derivatives_says_how_to_build_it(tmp_path, monkeypatch):
+    """A library of aba alone (codegen.compile_functions, no derivatives) in an NLP: the solve names
+    the Function and casrbd.compiled, instead of casadi's bare "Derivatives cannot be calculated"."""
+    monkeypatch.setenv("CASRBD_CACHE", str(tmp_path))
+    model = serial_chain(2, seed=1)
+    f = casrbd.function(model, "aba")
+    fd = codegen.compile_functions(f, flags=("-O0",))[f.name()]
+    opti = ca.Opti()
+    q, v, tau = (opti.variable(model.nv) for _ in range(3))
+    opti.subject_to(fd(q, v, tau) == 0)
+    opti.minimize(ca.sumsqr(tau))
+    opti.solver("ipopt", ocp.solver_options())
+    with pytest.raises(RuntimeError, match=rf"'{f.name()}' carries no derivatives.*casrbd.compiled"):
+        ocp.solve(opti)
