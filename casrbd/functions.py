@@ -102,13 +102,13 @@ def function(
         second_order = second_order or hessian
     if second_order is None:
         # analytical where it is offered; the second-order adjoint has no blocks for the parameters
-        offered = jacobian == "analytical" and s.hessian is not None and not parameters
+        offered = jacobian == "analytical" and s.second_order is not None and not parameters
         second_order = "analytical" if offered else "ad"
     choice("second_order", second_order, JACOBIANS)
-    if second_order == "analytical" and (jacobian != "analytical" or s.hessian is None):
+    if second_order == "analytical" and (jacobian != "analytical" or s.second_order is None):
         raise ValueError(
             f"second_order='analytical' needs jacobian='analytical' and is offered for "
-            f"{[n for n, t in SPECS.items() if t.hessian]}, not {name!r} with jacobian={jacobian!r}"
+            f"{[n for n, t in SPECS.items() if t.second_order]}, not {name!r} with jacobian={jacobian!r}"
         )
     jac_options = None
     if jacobian == "analytical":
@@ -172,7 +172,7 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     suffix = "".join(f"_{v}" for _, v in sorted({**options, **(jac_options or {})}.items()))
     # with second_order="ad" casadi builds adj1_<name> by AD: a name of its own keeps the two apart
     suffix += "_pi" * parameters + "_adhessian" * (
-        jac_options is not None and s.hessian is not None and not second_order
+        jac_options is not None and s.second_order is not None and not second_order
     )
     # robot, frame and contact names may hold anything: a valid, collision-free identifier for casadi and C
     fname = identifier(f"{model.name}_{s.name}{suffix}")
@@ -233,7 +233,7 @@ def _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, options
     lams = [sym.sym("adj_" + out.name, n.shape) for out, n in zip(s.outputs, nominal)]
     out = {o.name: n for o, n in zip(s.outputs, nominal)}
     lam, lam_keys = (lams[0], ["lam"]) if len(lams) == 1 else (tuple(lams), ["lam_" + o.name for o in s.outputs])
-    gradient, jacobian = s.hessian.impl(model, *args[: len(s.inputs)], lam=lam, **extra, **options, out=out)
+    gradient, jacobian = s.second_order.impl(model, *args[: len(s.inputs)], lam=lam, **extra, **options, out=out)
     config = {a.name: tangent_map(model, x) for a, x in zip(inputs, args) if a.kind == "configuration"}
     wrts = (
         list(zip(inputs, args))

@@ -96,7 +96,7 @@ class Spec(NamedTuple):
     options: dict = {}
     regular_mass: bool = False  # undefined when the mass matrix is singular
     jacobian: object = None  # a Jacobian, attached by a derivative module
-    hessian: object = None  # a SecondOrderAdjoint, attached by a second-order module
+    second_order: object = None  # a SecondOrderAdjoint, attached by a second-order module
 
 
 class Jacobian(NamedTuple):

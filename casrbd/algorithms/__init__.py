@@ -48,4 +48,4 @@ JACOBIANS = rnea_derivatives.JACOBIANS + aba_derivatives.JACOBIANS + contact_der
 for _jacobian in JACOBIANS + centroidal.JACOBIANS:
     SPECS[_jacobian.of] = SPECS[_jacobian.of]._replace(jacobian=_jacobian)
 for _adjoint in hessians.SECOND_ORDER + contact_hessians.SECOND_ORDER:
-    SPECS[_adjoint.of] = SPECS[_adjoint.of]._replace(hessian=_adjoint)
+    SPECS[_adjoint.of] = SPECS[_adjoint.of]._replace(second_order=_adjoint)
