@@ -134,3 +134,15 @@ def assert_exact_hessian_is_analytical(hess_l, iterates, name, tol):
     lam_g = rng.normal(size=hess_l["ad"].size1_in(3))
     values = [np.array(hess_l[h](x, [], 1.0, lam_g)) for h in ("analytical", "ad")]
     assert rel_err(values[0], values[1]) < tol
+
+
+def mujoco_full_m(m, d):
+    """MuJoCo's dense mass matrix of (m, d) after mj_forward or the like (the oracle of the MJCF tests)."""
+    import mujoco
+
+    M = np.zeros((m.nv, m.nv))
+    if hasattr(d, "qM"):
+        mujoco.mj_fullM(m, M, d.qM)  # mujoco 3
+    else:
+        mujoco.mj_fullM(m, d, M)  # mujoco 4
+    return M

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import get_model
+from conftest import get_model, mujoco_full_m
 
 import casrbd
 from casrbd.loaders.mjcf import MJCFError, MJCFWarning, load_mjcf
@@ -91,13 +91,11 @@ def test_mjcf_numbers_are_checked_after_mujoco_naming_the_element_and_the_file(m
 
 
 def mujoco_mass_matrix(mujoco, xml, qpos):
-    from test_mjcf import full_m
-
     m = mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
     d.qpos[:] = qpos
     mujoco.mj_forward(m, d)
-    return full_m(m, d)
+    return mujoco_full_m(m, d)
 
 
 def test_numbers_at_the_limits_load_and_agree_with_mujoco(mujoco):

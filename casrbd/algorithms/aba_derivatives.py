@@ -45,6 +45,8 @@ def from_id_derivatives(model, q, v, tau, f_ext, id_derivatives, product="ltdl",
 def minv_times(model, q, id_derivatives, product="ltdl"):
     """(-M^-1 dtau/dq, -M^-1 dtau/dv, M^-1) from the ID derivatives (dtau/dq, dtau/dv, M) at
     a = aba(...), by ``product``."""
+    if not model.nv:  # no joints: every block is 0 x 0
+        return ca.DM(0, 0), ca.DM(0, 0), ca.DM(0, 0)
     dtau_dq, dtau_dv, M = id_derivatives
     liMi = placements(model, q)
     # closed-form base columns: M^-1 M[:, :3] selects the base's linear rows, unless the base has armature

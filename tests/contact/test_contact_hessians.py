@@ -148,7 +148,7 @@ def stance(model, hessian, record):
     to rest with least torque and contact force; q integrated on the manifold."""
     contacts = [(f, "3d") for f in SOLO]
     fd = casrbd.function(
-        model, "constraint_dynamics", jacobian="analytical", hessian=hessian, contacts=contacts, kd=50.0
+        model, "constraint_dynamics", jacobian="analytical", second_order=hessian, contacts=contacts, kd=50.0
     )
     rng = np.random.default_rng(5)
     q0, v0 = np.asarray(casrbd.random_configuration(model, rng)), 0.3 * rng.normal(size=model.nv)

@@ -18,6 +18,7 @@ import warnings
 import casadi as ca
 import numpy as np
 import pytest
+from conftest import mujoco_full_m
 
 import casrbd
 from casrbd import cli, models
@@ -124,22 +125,13 @@ def load(source):
         return load_mjcf(source)
 
 
-def full_m(m, d):
-    M = np.zeros((m.nv, m.nv))
-    if hasattr(d, "qM"):
-        mujoco.mj_fullM(m, M, d.qM)  # mujoco 3
-    else:
-        mujoco.mj_fullM(m, d, M)  # mujoco 4
-    return M
-
-
 def mujoco_dynamics(m, d, model, q, v, a):
     """MuJoCo's M, bias and inverse dynamics at casrbd's (q, v, a), in casrbd's coordinates."""
     qpos, qvel, qacc = to_mujoco_state(model, q, v, a)
     dT_v = to_mujoco_state(model, q, v, np.zeros(model.nv))[2]  # dT/dt v: qacc at a = 0
     d.qpos[:], d.qvel[:] = qpos, qvel
     mujoco.mj_forward(m, d)
-    M_mj, bias = full_m(m, d), np.zeros(m.nv)
+    M_mj, bias = mujoco_full_m(m, d), np.zeros(m.nv)
     mujoco.mj_rne(m, d, 0, bias)
     d.qacc[:] = qacc  # after mj_forward, which computes its own
     mujoco.mj_inverse(m, d)

@@ -57,6 +57,8 @@ def sandwich(model, f, P, low_rank=None):
     U V^T (nv x r each, C of rank r, r products per entry): a row whose sums, with those of (G P)_i
     and of the entries of C it is the first to need, are longer than its entries' common ancestors
     plus r each is computed as M^-1_ij - U_i V_j^T instead (many contact rows on few branches)."""
+    if not model.nv:  # no joints: casadi cannot assemble the empty rows
+        return ca.DM(0, 0)
     GP = g_times(model, f, P)
     gp, p = GP.sparsity(), P.sparsity()
     G = [{i: 1, **{k: f.G[i, k] for k in ancestors(model, i)}} for i in range(model.nv)]  # rows of G
@@ -86,6 +88,8 @@ def g_times(model, f, B):
     """G B = L^-1 B for an nv x m matrix B: row i sums over the ancestors of i through the explicit
     G, so that the rows where B is structurally zero (the dofs off the branches that a column moves)
     cost nothing, where a forward substitution would fill them in first."""
+    if not model.nv:
+        return B
     rows = [B[i, :] for i in range(model.nv)]
     return ca.vertcat(*[rows[i] + sum((f.G[i, k] * rows[k] for k in ancestors(model, i)), 0) for i in range(model.nv)])
 

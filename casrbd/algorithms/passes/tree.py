@@ -118,6 +118,8 @@ def columns(model, i, X):
 
 def assemble(model, blocks):
     """nv x nv matrix from a dict of joint blocks; missing blocks are structural zeros."""
+    if not model.njoints:  # casadi 3.7 makes an empty blockcat 0 x 1
+        return ca.DM(0, 0)
     return ca.blockcat(
         [
             [blocks.get((i, k), ca.DM(ji.nv, jk.nv)) for k, jk in enumerate(model.joints)]
