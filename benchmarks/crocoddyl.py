@@ -20,7 +20,6 @@ Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
 """
 
 import argparse
-import importlib.util
 import os
 import time
 from pathlib import Path
@@ -32,6 +31,8 @@ import example_robot_data  # noqa: E402
 import numpy as np  # noqa: E402
 from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem  # noqa: E402
 
+from benchmarks.ocp import load  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PROBLEMS = {
@@ -41,10 +42,7 @@ PROBLEMS = {
 
 
 def example():
-    spec = importlib.util.spec_from_file_location("quadruped_gait", ROOT / "examples" / "quadruped_gait.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("quadruped_gait")  # benchmarks/ocp.py's loader: the examples import their common module
 
 
 def crocoddyl_problem(name):
