@@ -115,6 +115,21 @@ def robot_states(name, n, salt):
     return RobotStates(name, model, [random_state(model, rng) for _ in range(n)])
 
 
+def motion_states(name, n, salt):
+    """``robot_states`` with (q, v, a) states, for the kinematic and centroidal tests."""
+    name, model, states = robot_states(name, n, salt)
+    return RobotStates(name, model, [s[:3] for s in states])
+
+
+@pytest.fixture(scope="module")
+def oracle(case, pin):
+    """Pinocchio's model of a module's ``case`` robot (tests/oracle.py); modules whose robots come
+    otherwise define their own."""
+    from oracle import Oracle
+
+    return Oracle.from_robot(case.name, case.model)
+
+
 def called(fun):
     """Names of the Functions a Function's graph calls, recursively."""
     return {g.name() for g in fun.find_functions()}

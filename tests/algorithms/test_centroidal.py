@@ -15,7 +15,7 @@ References:
 import casadi as ca
 import numpy as np
 import pytest
-from conftest import RobotStates, get_model, robot_states
+from conftest import get_model, motion_states
 
 import casrbd
 from casrbd.testing import central_differences, rel_err
@@ -26,15 +26,12 @@ ROBOTS = ("solo12", "hyq", "talos_reduced", "panda", "chain", "binary", "random"
 OUTPUTS = ("Ag", "hg", "dAg", "hg (rate)", "dhg", "dh_dq", "dhdot_dq", "dhdot_dv", "dhdot_da")
 
 
-def case_of(name):
-    """The robot's shared random states as (q, v, a)."""
-    name, model, states = robot_states(name, N_STATES, 29)
-    return RobotStates(name, model, [s[:3] for s in states])
+SALT = 29  # this module's random states
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
 def case(request):
-    return case_of(request.param)
+    return motion_states(request.param, N_STATES, SALT)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +122,7 @@ def test_rate_of_momentum_is_the_sum_of_external_wrenches_and_gravity(name):
 @pytest.mark.parametrize("name", ("solo12", "random", "binary"))
 def test_derivatives_match_casadi_ad_and_finite_differences(name):
     m = get_model(name)
-    states = case_of(name).states
+    states = motion_states(name, N_STATES, SALT).states
     q, v, a, d = (ca.SX.sym(s, n) for s, n in (("q", m.nq), ("v", m.nv), ("a", m.nv), ("d", m.nv)))
     hg, dhg = casrbd.centroidal_momentum_time_variation(m, casrbd.integrate(m, q, d), v, a)
     jac = [ca.jacobian(hg, d), ca.jacobian(dhg, d), ca.jacobian(dhg, v), ca.jacobian(dhg, a)]
@@ -145,7 +142,7 @@ def test_derivatives_match_casadi_ad_and_finite_differences(name):
 def test_dccrba_is_the_time_derivative_of_ccrba():
     """dA_G/dt by central differences along q (+) v t."""
     m = get_model("random")
-    q, v, _ = case_of("random").states[0]
+    q, v, _ = motion_states("random", N_STATES, SALT).states[0]
     h = 1e-6
     fd = (casrbd.ccrba(m, casrbd.integrate(m, q, h * v)) - casrbd.ccrba(m, casrbd.integrate(m, q, -h * v))) / (2 * h)
     assert rel_err(casrbd.dccrba(m, q, v), fd) < 1e-7
@@ -153,7 +150,7 @@ def test_dccrba_is_the_time_derivative_of_ccrba():
 
 def test_api_forms():
     m = get_model("solo12")
-    q, v, _ = case_of("solo12").states[0]
+    q, v, _ = motion_states("solo12", N_STATES, SALT).states[0]
     Ag, hg = casrbd.ccrba(m, q, v)
     assert np.array_equal(casrbd.ccrba(m, q), Ag)
     assert Ag.shape == (6, m.nv) and hg.shape == (6,)
@@ -167,7 +164,7 @@ def test_centroidal_momentum_analytical_jacobian_is_installed():
     from conftest import scale_normalized
 
     m = get_model("random")
-    q, v, _ = case_of("random").states[1]
+    q, v, _ = motion_states("random", N_STATES, SALT).states[1]
     q = scale_normalized(m, q, 1.3)
     Q, V = ca.MX.sym("q", m.nq), ca.MX.sym("v", m.nv)
     jacs = []

@@ -24,7 +24,7 @@ References:
 import casadi as ca
 import numpy as np
 import pytest
-from conftest import RobotStates, get_model, robot_states
+from conftest import get_model, motion_states
 
 import casrbd
 from casrbd.models import random_tree
@@ -46,22 +46,12 @@ ROBOTS = tuple(FRAMES)
 SYNTHETIC = ("chain", "binary", "random")
 
 
-def case_of(name):
-    """The robot's shared random states as (q, v, a)."""
-    name, model, states = robot_states(name, N_STATES, 13)
-    return RobotStates(name, model, [s[:3] for s in states])
+SALT = 13  # this module's random states
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
 def case(request):
-    return case_of(request.param)
-
-
-@pytest.fixture(scope="module")
-def oracle(case, pin):
-    from oracle import Oracle
-
-    return Oracle.from_robot(case.name, case.model)
+    return motion_states(request.param, N_STATES, SALT)
 
 
 def batch(outputs, model, states):
@@ -236,7 +226,7 @@ AD_ROBOTS = ("solo12", "random", "chain")
 @pytest.mark.parametrize("name", AD_ROBOTS)
 def test_kinematics_derivatives_match_casadi_ad_and_finite_differences(name):
     m = get_model(name)
-    case = case_of(name)
+    case = motion_states(name, N_STATES, SALT)
     q, v, a, d = (ca.SX.sym(s, n) for s, n in (("q", m.nq), ("v", m.nv), ("a", m.nv), ("d", m.nv)))
     qd = casrbd.integrate(m, q, d)
     for frame in FRAMES[name][:2]:
@@ -305,7 +295,7 @@ def test_universal_joints_match_pinocchio(pin):
 
 def test_center_of_mass_forms_and_symbols():
     m = get_model("solo12")
-    q, v, a = case_of("solo12").states[0]
+    q, v, a = motion_states("solo12", N_STATES, SALT).states[0]
     c, vc, ac = casrbd.center_of_mass(m, q, v, a)
     assert np.array_equal(casrbd.center_of_mass(m, q), c)
     c2, vc2 = casrbd.center_of_mass(m, q, v)
@@ -317,7 +307,7 @@ def test_center_of_mass_forms_and_symbols():
 
 def test_bad_input_names_the_culprit():
     m = get_model("solo12")
-    q, v, a = case_of("solo12").states[0]
+    q, v, a = motion_states("solo12", N_STATES, SALT).states[0]
     with pytest.raises(KeyError, match="no_foot"):
         casrbd.frame_velocity(m, q, v, "no_foot")
     with pytest.raises(ValueError, match="reference"):

@@ -17,7 +17,7 @@ gravity), in the frame's local axes, d/dq on the tangent space. References:
 import casadi as ca
 import numpy as np
 import pytest
-from conftest import RobotStates, get_model, robot_states
+from conftest import get_model, motion_states
 
 import casrbd
 from casrbd.testing import random_state, rel_err
@@ -28,23 +28,12 @@ ROBOTS = ("ur5", "solo12", "chain", "random", "double_pendulum_continuous")
 OUTPUTS = ("dv_dq", "dv_dv", "da_dq", "da_dv", "da_da")
 
 
-def case_of(name):
-    """The robot's shared random states as (q, v, a)."""
-    name, model, states = robot_states(name, N_STATES, 2000)
-    return RobotStates(name, model, [s[:3] for s in states])
+SALT = 2000  # this module's random states
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
 def case(request):
-    return case_of(request.param)
-
-
-@pytest.fixture(scope="module")
-def oracle(case, pin):
-    """Pinocchio's model of the case's robot."""
-    from oracle import Oracle
-
-    return Oracle.from_robot(case.name, case.model)
+    return motion_states(request.param, N_STATES, SALT)
 
 
 def test_match_pinocchio_local(case, oracle, pin):
