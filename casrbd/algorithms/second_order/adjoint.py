@@ -259,20 +259,6 @@ def external_force_blocks(model, kin, mult):
     return ca.vertcat(*rows)
 
 
-def mass_matrix(model, kin):
-    """M from the composite inertias (M_jk = (IC_j S_j)^T S_k for k supporting j), armature included."""
-    blocks = {}
-    for j in range(model.njoints):
-        t1 = kin.IC[j].act(kin.fw.S[j])
-        for k in model.supports[j]:
-            blocks[j, k] = ca.mtimes(t1.T, kin.fw.S[k])
-            blocks[k, j] = blocks[j, k].T
-        armature = model.joint_armature(j)
-        if armature is not None:
-            blocks[j, j] = blocks[j, j] + ca.diag(armature)
-    return assemble(model, blocks)
-
-
 def force_jacobian(model, kin):
     """d tau / d f_ext = -[J_1^T ... J_n^T] (nv x 6 njoints), J_i the local Jacobian of body i."""
     J = []
