@@ -62,63 +62,31 @@ def solve(
     opti.subject_to(opti.bounded(-lim["effort"], T, lim["effort"]))
     opti.minimize(dt * ca.sumsqr(T / lim["effort"]) + w_v * dt * ca.sumsqr(V))
     # guess: straight line at constant speed, holding gravity
-    s = np.linspace(0, 1, nodes + 1)
-    q_guess = np.outer(q_start, 1 - s) + np.outer(q_goal, s)
+    q_guess = common.interpolate(q_start, q_goal, nodes)
     opti.set_initial(Q, q_guess)
     opti.set_initial(V, np.tile((q_goal - q_start)[:, None] / duration, nodes + 1))
     opti.set_initial(T, np.column_stack([casrbd.generalized_gravity(model, q) for q in q_guess[:, :-1].T]))
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
-    stats = ocp.solve(opti)
-    value = opti.debug.value  # the solution, or the last iterate if the solve failed
-    return {
-        "model": model,
-        "limits": lim,
-        "tool": tool,
-        "t": np.arange(nodes + 1) * dt,
-        "dt": dt,
-        "q": value(Q).T,
-        "v": value(V).T,
-        "tau": value(T).T,
-        "q_start": np.array(q_start),
-        "q_goal": np.array(q_goal),
-        "stats": stats,
-    }
+    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = common.trajectories(value, dt, q=Q, v=V, tau=T)
+    result.update(model=model, limits=lim, tool=tool, q_start=np.array(q_start), q_goal=np.array(q_goal), stats=stats)
+    return result
 
 
 def plot(result, path, snapshots=8):
     """q, v and tau over time at ``path``, and a stick-figure sequence at ``<path>_snapshots.png``."""
-    common.plot_series(
-        path,
-        result["t"],
-        {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]},
-        title=f"{result['model'].name} point to point",
-    )
-    picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    common.plot_snapshots(
-        result["model"],
-        result["q"][picks],
-        common.snapshot_path(path),
-        frames=(result["tool"],),
-        title=f"{result['model'].name}: {snapshots} snapshots (light to dark)",
-    )
+    name = result["model"].name
+    series = {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]}
+    title = f"{name}: {snapshots} snapshots (light to dark)"
+    common.plot_motion(path, result, series, f"{name} point to point", snapshots, title, frames=(result["tool"],))
 
 
 def main(argv=None):
     p = common.parser(__doc__, 40, "shooting intervals", "write q, v, tau over time and PATH_snapshots.png")
     p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
     args = p.parse_args(argv)
-    result = solve(
-        args.nodes,
-        args.duration,
-        args.jacobian,
-        args.compiled,
-        args.hessian,
-        args.verbose,
-        second_order=args.second_order,
-    )
-    print(f"arm point to point ({result['model'].name}, {common.modes(args)}): {ocp.format_stats(result['stats'])}")
-    common.outputs(args, result, plot, "panda" if result["model"].name == "panda" else None)
-    return 0 if result["stats"]["success"] else 1
+    result = solve(**common.arguments(args, solve))
+    robot = "panda" if result["model"].name == "panda" else None
+    return common.finish(args, "arm point to point", result, plot, robot, details=(result["model"].name,))
 
 
 if __name__ == "__main__":

@@ -19,12 +19,13 @@ at once finds a motion that needs smaller motors.
 import casadi as ca
 import common
 import numpy as np
+from common import point_mass, rod
 
 import casrbd
 from casrbd import ocp
 from casrbd.joints import Revolute
 from casrbd.parameters import model_parameters, with_parameters
-from casrbd.spatial import SE3, Inertia
+from casrbd.spatial import SE3
 
 L1, L2 = 0.4, 0.4  # link lengths, m
 KAPPA = 15.0  # torque per motor mass, Nm/kg
@@ -32,27 +33,18 @@ M_MIN, M_MAX = 0.05, 5.0  # motor mass bounds, kg
 START, GOAL = np.array([np.pi / 2, 0.0]), np.array([-np.pi / 2, 0.0])
 
 
-def rod(mass, length):
-    """A thin rod along x from the joint: com at length / 2, inertia m l^2 / 12 about y and z."""
-    return Inertia.from_com(mass, [length / 2, 0, 0], np.diag([1e-5, 1, 1]) * mass * length**2 / 12)
-
-
-def point(mass, x):
-    return Inertia.from_com(mass, [x, 0, 0], np.zeros((3, 3)))
-
-
 def build_arm():
     """The arm without the elbow motor: link 1 a 0.5 kg rod, link 2 a 0.3 kg rod with a 0.5 kg payload."""
     bodies = [
         casrbd.Body("shoulder", Revolute([0, 1, 0]), -1, SE3.identity(), rod(0.5, L1)),
-        casrbd.Body("elbow", Revolute([0, 1, 0]), 0, SE3(np.eye(3), [L1, 0, 0]), rod(0.3, L2) + point(0.5, L2)),
+        casrbd.Body("elbow", Revolute([0, 1, 0]), 0, SE3(np.eye(3), [L1, 0, 0]), rod(0.3, L2) + point_mass(0.5, L2)),
     ]
     return casrbd.Model("codesign_arm", bodies)
 
 
 def parameters(model, m2):
     """pi of the arm with an elbow motor of mass m2 (numbers or a casadi expression): linear in m2."""
-    elbow_motor = np.concatenate([point(1.0, L1).dynamic_parameters(), np.zeros(10)])
+    elbow_motor = np.concatenate([point_mass(1.0, L1).dynamic_parameters(), np.zeros(10)])
     return ca.DM(model_parameters(model)) + m2 * ca.DM(elbow_motor)
 
 
@@ -81,24 +73,16 @@ def solve(model, nodes=50, duration=1.2, motors=None, w_effort=1e-3, verbose=Fal
     opti.subject_to(X[:, 0] == np.r_[START, 0, 0])
     opti.subject_to(X[:, -1] == np.r_[GOAL, 0, 0])
     opti.minimize(cost + w_effort * dt * ca.sumsqr(U))
-    s = np.linspace(0, 1, nodes + 1)
-    if guess is None:
-        opti.set_initial(X, np.vstack([np.outer(GOAL - START, s) + START[:, None], np.zeros((n, nodes + 1))]))
+    if guess is None:  # the joints at constant speed from start to goal
+        s = np.linspace(0, 1, nodes + 1)
+        opti.set_initial(X[:n, :], np.outer(GOAL - START, s) + START[:, None])
     else:
         opti.set_initial(X, np.vstack([guess["q"].T, guess["v"].T]))
         opti.set_initial(U, guess["tau"].T)
-    opti.solver("ipopt", ocp.solver_options(verbose=verbose))
-    stats = ocp.solve(opti)
-    value = opti.debug.value
-    Xs, Us = value(X), np.atleast_2d(value(U))
-    return {
-        "q": Xs[:n].T,
-        "v": Xs[n:].T,
-        "tau": Us.T,
-        "motors": np.asarray(value(m) if motors is None else motors, dtype=float).reshape(2),
-        "dt": dt,
-        "stats": stats,
-    }
+    stats, value = common.solve_ipopt(opti, verbose=verbose)
+    result = common.trajectories(value, dt, q=X[:n, :], v=X[n:, :], tau=U)
+    result.update(motors=np.asarray(value(m) if motors is None else motors, dtype=float).reshape(2), stats=stats)
+    return result
 
 
 def sequential(model, nodes=50, duration=1.2, rounds=4, verbose=False):
@@ -116,62 +100,37 @@ def simulate(model, result, substeps=1):
     """The optimised torques replayed on the arm built with those motors (a numeric model: aba with its
     own inertias), ``substeps`` RK4 steps per interval: the final state."""
     arm = with_parameters(model, parameters(model, result["motors"][1]))
-    x, h = np.r_[START, 0, 0], result["dt"] / substeps
-    ode = ocp.forward_dynamics_ode(arm, lambda q, v, tau: casrbd.aba(arm, q, v, tau))
+    x = np.r_[START, 0, 0]
     for tau in result["tau"]:
-        for _ in range(substeps):
-            x = np.asarray(ocp.rk4(lambda x, u: np.asarray(ode(x, u)).reshape(-1), x, tau, h))
+        x = common.simulate_aba(arm, x, tau, result["dt"], substeps)
     return x
 
 
 def run(nodes=50, duration=1.2, verbose=False):
+    """The sequential design, then the co-design from its solution, and the co-design replayed on the
+    designed arm (its final state's errors with the transcription's RK4 steps and with 10 per interval);
+    with the co-design's motion (t, q)."""
     model = build_arm()
     seq, history = sequential(model, nodes, duration, verbose=verbose)
     co = solve(model, nodes, duration, verbose=verbose, guess=seq)
-    return {"model": model, "sequential": seq, "history": history, "codesign": co}
-
-
-def report(r):
-    seq, co = r["sequential"], r["codesign"]
-    print("sequential design (plan minimum effort, size motors for the peak torques, repeat):")
-    for k, m in enumerate(r["history"]):
-        print(f"  round {k + 1}: motors {m[0]:.3f} kg + {m[1]:.3f} kg = {m.sum():.3f} kg")
-    print(f"co-design ({ocp.format_stats(co['stats'])}):")
-    print(f"  motors {co['motors'][0]:.3f} kg + {co['motors'][1]:.3f} kg = {co['motors'].sum():.3f} kg")
-    print(
-        f"  peak torques {np.abs(co['tau']).max(axis=0).round(3)} Nm, limits {(KAPPA * co['motors']).round(3)} Nm; "
-        f"total motor mass {co['motors'].sum() / seq['motors'].sum():.2f}x the sequential design's"
-    )
-    goal = np.r_[GOAL, 0, 0]
-    errors = [np.abs(simulate(r["model"], co, k) - goal).max() for k in (1, 10)]
-    print(
-        f"  replayed on the designed arm (numeric model): final state error {errors[0]:.2e} (rad, rad/s) with the "
-        f"same RK4 steps, {errors[1]:.2e} with 10 steps per interval (the transcription's error)"
-    )
+    replay = [np.abs(simulate(model, co, k) - np.r_[GOAL, 0, 0]).max() for k in (1, 10)]
+    r = {"model": model, "sequential": seq, "history": history, "codesign": co, "replay": replay}
+    return {**r, "kappa": KAPPA, "t": co["t"], "q": co["q"]}
 
 
 def plot(r, path):
     co, seq = r["codesign"], r["sequential"]
-    t = np.arange(len(co["q"])) * co["dt"]
-    common.plot_series(
-        path,
-        t,
-        {"q [rad]": co["q"], "tau [Nm] co-design": co["tau"], "tau [Nm] sequential": seq["tau"]},
-        title="two-link arm: co-designed motors and swing-up",
-    )
+    series = {"q [rad]": co["q"], "tau [Nm] co-design": co["tau"], "tau [Nm] sequential": seq["tau"]}
+    common.plot_series(path, co["t"], series, title="two-link arm: co-designed motors and swing-up")
 
 
 def main(argv=None):
     p = common.parser(__doc__, 50, "shooting intervals", "write q and the torques over time", derivatives=())
     p.add_argument("--duration", type=float, default=1.2, help="seconds (default 1.2)")
     args = p.parse_args(argv)
-    r = run(args.nodes, args.duration, args.verbose)
-    report(r)
-    if args.plot:
-        plot(r, args.plot)
-    if args.html:
-        t = np.linspace(0, args.duration, args.nodes + 1)
-        common.write_html(args.html, r["model"], t, r["codesign"]["q"])
+    r = run(**common.arguments(args, run))
+    common.codesign_report(r)
+    common.outputs(args, r, plot)
     return 0 if r["codesign"]["stats"]["success"] else 1
 
 

@@ -1,22 +1,30 @@
-"""What the examples share beyond casrbd: the robots they load, the friction cones, and their plots
+"""What the examples share beyond casrbd: the robots they load, the friction cones and contact
+schedules, the command line, solving and collecting the solution, printing the results, and their plots
 (stick figures of configurations and time series, with matplotlib), so that each example reads top to
 bottom as its problem. Examples import it as ``common`` (run as ``python examples/NAME.py``, their folder
 is on the path)."""
 
 import argparse
+import inspect
+import warnings
 import xml.etree.ElementTree as ET
 
+import casadi as ca
 import numpy as np
 
 import casrbd
 from casrbd import ocp, viewer
 from casrbd.functions import function
-from casrbd.models import robot_path
+from casrbd.models import load_robot, robot_path
+from casrbd.spatial import Inertia
 from casrbd.spec import choice
 
 ARM_TOOL = {"panda": "panda_hand_tcp", "arm7": "tool"}
 SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 SOLO_LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
+TALOS_FEET = ("left_sole_link", "right_sole_link")
+# talos's half-sitting legs (hip yaw, roll, pitch, knee, ankle pitch, roll): flat feet, knees bent
+TALOS_LEG = np.array([0.0, 0.0, -0.411354, 0.859395, -0.448041, 0.0])
 
 
 def load_arm():
@@ -42,11 +50,38 @@ def load_arm():
     return model, limits, ARM_TOOL[name]
 
 
+def rod(mass, length):
+    """A thin rod along x from the joint: com at length / 2, inertia m l^2 / 12 about y and z."""
+    return Inertia.from_com(mass, [length / 2, 0, 0], np.diag([1e-5, 1, 1]) * mass * length**2 / 12)
+
+
+def point_mass(mass, x):
+    """A point mass on the x axis at ``x`` from the joint."""
+    return Inertia.from_com(mass, [x, 0, 0], np.zeros((3, 3)))
+
+
 def solo12_standing(model, x=0.0):
     """Solo12's standing configuration (knees bent) with the feet on the ground (z = 0), base at ``x``."""
     q = np.r_[0, 0, 0, 0, 0, 0, 1, SOLO_LEGS]
     q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in SOLO_FEET)
     q[0] = x
+    return q
+
+
+def load_talos():
+    """example-robot-data's talos_reduced (its loader's warnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
+        return load_robot("talos_reduced")
+
+
+def talos_standing(model):
+    """Talos half-sitting, both soles flat on the ground (z = 0)."""
+    q = np.array(casrbd.neutral(model), dtype=float)
+    for side in ("left", "right"):
+        for k in range(6):
+            q[model.idx_q[model.joint_index(f"leg_{side}_{k + 1}_joint")]] = TALOS_LEG[k]
+    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in TALOS_FEET)
     return q
 
 
@@ -58,6 +93,39 @@ def schedule(nodes, phases):
     return np.searchsorted(ends, np.arange(nodes) + 0.5), duration / nodes
 
 
+def simulate_aba(model, x, tau, duration, substeps):
+    """A plant: ``substeps`` RK4 steps of the numeric aba over ``duration`` from the state x = [q; v]
+    (nq = nv), with tau held; the final state."""
+
+    def ode(x, u):
+        return np.r_[x[model.nq :], casrbd.aba(model, x[: model.nq], x[model.nq :], u)]
+
+    for _ in range(substeps):
+        x = ocp.rk4(ode, x, tau, duration / substeps)
+    return x
+
+
+def contact_forces(model, q, frames, forces):
+    """rnea's ``f_ext`` (6 x njoints, each column in its joint's frame) of ``forces`` at ``frames``: a
+    column per frame, in world axes, a force at the frame's origin (3 rows) or a wrench [f; tau] about
+    it (6 rows); numbers (a DM) or casadi expressions.
+
+    A wrench [f; tau] at the frame is, in the frame of the frame's joint i (rotation o_R_i from forward
+    kinematics), [i_R_o f; i_R_o tau + r x i_R_o f], r the frame's fixed offset from the joint."""
+    oMi = function(model, "forward_kinematics")(q)
+    columns = [ca.DM.zeros(6, 1) for _ in range(model.njoints)]
+    for k, name in enumerate(frames):
+        frame = model.frames[model.frame_index(name)]
+        i = frame.joint
+        i_R_o = oMi[:3, 4 * i : 4 * i + 3].T
+        f = ca.mtimes(i_R_o, forces[:3, k])
+        tau = ca.cross(ca.DM(np.asarray(frame.placement.p).ravel()), f)
+        if forces.shape[0] == 6:
+            tau = ca.mtimes(i_R_o, forces[3:, k]) + tau
+        columns[i] = columns[i] + ca.vertcat(f, tau)
+    return ca.horzcat(*columns)
+
+
 def friction_pyramid(opti, f, mu):
     """Forces ``f`` (3 x k, world axes, z up) pushing (f_z >= 0) inside the linearised friction cone
     |f_x|, |f_y| <= mu f_z."""
@@ -66,12 +134,14 @@ def friction_pyramid(opti, f, mu):
         opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
 
 
-DERIVATIVE_FLAGS = ("jacobian", "hessian", "compiled", "second_order")
+DERIVATIVE_FLAGS = ("jacobian", "hessian", "compiled", "second_order")  # "compiled_dynamics": --[no-]compiled
 
 
 def parser(doc, nodes, nodes_help, plot_help, derivatives=DERIVATIVE_FLAGS):
     """The command line the optimal-control examples share (the README's flags): --nodes, the
-    ``derivatives`` flags the example takes, --plot, --html, --verbose; the example adds its own."""
+    ``derivatives`` flags the example takes, --plot, --html, --verbose; the example adds its own.
+    "compiled" is --compiled, the NLP as C (off by default); "compiled_dynamics" is --[no-]compiled, the
+    dynamics as a C library (on by default)."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--nodes", type=int, default=nodes, help=f"{nodes_help} (default {nodes})")
     if "jacobian" in derivatives:
@@ -80,6 +150,9 @@ def parser(doc, nodes, nodes_help, plot_help, derivatives=DERIVATIVE_FLAGS):
         p.add_argument("--hessian", choices=ocp.HESSIANS, default="exact")
     if "compiled" in derivatives:
         p.add_argument("--compiled", action="store_true", help="the NLP's functions as C code (casadi's jit)")
+    if "compiled_dynamics" in derivatives:
+        text = "dynamics as C code through casrbd.codegen (default: yes)"
+        p.add_argument("--compiled", action=argparse.BooleanOptionalAction, default=True, help=text)
     if "second_order" in derivatives:
         p.add_argument(
             "--second-order", choices=ocp.JACOBIANS, help="analytical (default with the analytical Jacobian) or ad"
@@ -88,6 +161,62 @@ def parser(doc, nodes, nodes_help, plot_help, derivatives=DERIVATIVE_FLAGS):
     p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
     return p
+
+
+def arguments(args, function):
+    """The keyword arguments of ``function`` that the command line ``args`` holds (by name): what main()
+    passes on to the example's solve or run."""
+    names = inspect.signature(function).parameters
+    return {name: value for name, value in vars(args).items() if name in names}
+
+
+def finish(args, title, result, plot, robot=None, details=(), notes=()):
+    """The end of an optimal-control example's main(): prints ``title``, the ``details`` and derivative
+    modes in parentheses, the solver's statistics, then the lines ``notes``; writes what --plot and --html
+    ask for (``outputs``); returns the exit status (0: solved)."""
+    print(f"{title} ({', '.join([*details, modes(args)])}): {ocp.format_stats(result['stats'])}")
+    for line in notes:
+        print(line)
+    outputs(args, result, plot, robot)
+    return 0 if result["stats"]["success"] else 1
+
+
+def mpc_summary(result):
+    """One line on a closed loop's solves (``result["solves"]``, the first cold, the others warm-started)
+    and how close its last configuration came to ``result["q_goal"]``."""
+    s = result["solves"]
+    if len(s) == 1:
+        return f"1 solve: {ocp.format_stats(s[0])}"
+    iters = np.array([x["iterations"] for x in s])
+    times = np.array([x["t_total"] for x in s])
+    ok = sum(x["success"] for x in s)
+    err = np.abs(result["q"][-1] - result["q_goal"]).max()
+    return (
+        f"{len(s)} solves, {ok} succeeded; iterations first {iters[0]}, then mean {iters[1:].mean():.1f} "
+        f"max {iters[1:].max()}; solve time first {times[0]:.3f} s, then mean {1e3 * times[1:].mean():.1f} ms "
+        f"max {1e3 * times[1:].max():.1f} ms; final |q - q_goal| {err:.2e} rad"
+    )
+
+
+def codesign_report(r):
+    """Prints examples/codesign.py's results ``r``: each round of the sequential design, the co-design's
+    motors, peak torques against their limits (``r["kappa"]`` times the motor masses), and the final state
+    errors of its replays on the designed arm."""
+    seq, co = r["sequential"], r["codesign"]
+    print("sequential design (plan minimum effort, size motors for the peak torques, repeat):")
+    for k, m in enumerate(r["history"]):
+        print(f"  round {k + 1}: motors {m[0]:.3f} kg + {m[1]:.3f} kg = {m.sum():.3f} kg")
+    print(f"co-design ({ocp.format_stats(co['stats'])}):")
+    print(f"  motors {co['motors'][0]:.3f} kg + {co['motors'][1]:.3f} kg = {co['motors'].sum():.3f} kg")
+    limits = (r["kappa"] * co["motors"]).round(3)
+    print(
+        f"  peak torques {np.abs(co['tau']).max(axis=0).round(3)} Nm, limits {limits} Nm; "
+        f"total motor mass {co['motors'].sum() / seq['motors'].sum():.2f}x the sequential design's"
+    )
+    print(
+        f"  replayed on the designed arm (numeric model): final state error {r['replay'][0]:.2e} (rad, rad/s) with "
+        f"the same RK4 steps, {r['replay'][1]:.2e} with 10 steps per interval (the transcription's error)"
+    )
 
 
 def outputs(args, result, plot, robot=None):
@@ -110,6 +239,27 @@ def modes(args):
     if getattr(args, "compiled", False):
         parts.append("compiled")
     return ", ".join(parts)
+
+
+def solve_ipopt(opti, **options):
+    """Solves ``opti`` with IPOPT and ``ocp.solver_options(**options)``: (stats, value), ``value`` giving
+    the solution, or the last iterate if the solve failed (``opti.debug.value``)."""
+    opti.solver("ipopt", ocp.solver_options(**options))
+    return ocp.solve(opti), opti.debug.value
+
+
+def interpolate(start, goal, nodes):
+    """``nodes`` + 1 columns from ``start`` to ``goal`` at constant speed (an initial guess)."""
+    s = np.linspace(0, 1, nodes + 1)
+    return np.outer(start, 1 - s) + np.outer(goal, s)
+
+
+def trajectories(value, dt, **expressions):
+    """A solution per node: the values of each Opti expression of ``expressions`` (one column per node) as
+    rows, one per node, with the node times ``t`` (as many as the longest has nodes) and ``dt``."""
+    out = {name: np.atleast_2d(value(x)).T for name, x in expressions.items()}
+    out.update(t=np.arange(max(len(rows) for rows in out.values())) * dt, dt=dt)
+    return out
 
 
 def write_html(path, model, t, q, robot=None):
@@ -141,6 +291,21 @@ def snapshot_path(path):
     """Where an example writes the snapshots of its plot ``PATH.png``: ``PATH_snapshots.png``."""
     path = str(path)
     return (path[:-4] if path.endswith(".png") else path) + "_snapshots.png"
+
+
+def picks(n, count):
+    """``count`` indices from 0 to ``n`` - 1, evenly spaced: which configurations a plot draws."""
+    return np.linspace(0, n - 1, count).round().astype(int)
+
+
+def plot_motion(path, result, series, title, snapshots, snapshots_title=None, **options):
+    """``series`` over the times ``result["t"]`` at ``path`` (``plot_series`` with ``title``), and
+    ``snapshots`` of the configurations ``result["q"]``, evenly spaced, as stick figures of
+    ``result["model"]`` at ``PATH_snapshots.png`` (``plot_snapshots`` with ``snapshots_title`` and its
+    ``options``)."""
+    plot_series(path, result["t"], series, title)
+    qs = result["q"][picks(len(result["q"]), snapshots)]
+    plot_snapshots(result["model"], qs, snapshot_path(path), title=snapshots_title, **options)
 
 
 def plot_snapshots(model, qs, path, frames=(), title=None, planes=("xz", "xy"), strip=False, labels=None):

@@ -20,36 +20,15 @@ unactuated base's six rows must vanish up to the time discretisation.
     python examples/humanoid_com.py --nodes 20 --jacobian analytical --plot talos.png
 """
 
-import warnings
-
 import casadi as ca
 import common
 import numpy as np
 
 import casrbd
 from casrbd import ocp
-from casrbd.models import load_robot
 
-FEET = ("left_sole_link", "right_sole_link")
-# half-sitting legs (hip yaw, roll, pitch, knee, ankle pitch, roll): flat feet, knees bent
-LEG = np.array([0.0, 0.0, -0.411354, 0.859395, -0.448041, 0.0])
+FEET = common.TALOS_FEET
 SOLE = (0.10, 0.05)  # half length and half width of the sole (m), for the centre of pressure
-
-
-def load_talos():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
-        return load_robot("talos_reduced")
-
-
-def standing(model):
-    """Half-sitting, both soles flat on the ground (z = 0)."""
-    q = np.array(casrbd.neutral(model), dtype=float)
-    for side in ("left", "right"):
-        for k in range(6):
-            q[model.idx_q[model.joint_index(f"leg_{side}_{k + 1}_joint")]] = LEG[k]
-    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in FEET)
-    return q
 
 
 def wrench_about(c, p, w):
@@ -63,10 +42,10 @@ def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False,
     ``jacobian``: the centroidal momentum's, analytical (``centroidal_dynamics_derivatives``) or AD."""
     if nodes < 4:
         raise ValueError(f"nodes must be at least 4, got {nodes}")
-    model = load_talos()
+    model = common.load_talos()
     nq, nv, m = model.nq, model.nv, model.mass
     dt = duration / nodes
-    q0 = standing(model)
+    q0 = common.talos_standing(model)
     soles = [casrbd.frame_placement(model, q0, f) for f in FEET]
     g = np.r_[model.gravity, 0, 0, 0]
 
@@ -95,8 +74,7 @@ def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False,
     opti.subject_to(C[:2, -1] == soles[0][:2, 3])  # over the left sole at the end
     opti.subject_to(Hdot[:, -1] == 0)  # and in equilibrium there
     joints = slice(7, nq)
-    lower, upper = model.lower[joints], model.upper[joints]
-    opti.subject_to(opti.bounded(lower, Qs[joints, :], upper))
+    opti.subject_to(opti.bounded(model.lower[joints], Qs[joints, :], model.upper[joints]))
     for i in range(2):
         f, tau = Ws[6 * i : 6 * i + 3, :], Ws[6 * i + 3 : 6 * i + 6, :]
         common.friction_pyramid(opti, f, mu)
@@ -104,35 +82,17 @@ def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False,
         opti.subject_to(opti.bounded(-SOLE[0] * f[2, :], tau[1, :], SOLE[0] * f[2, :]))
         opti.subject_to(opti.bounded(-SOLE[1] * f[2, :], tau[0, :], SOLE[1] * f[2, :]))
     weight = np.r_[0, 0, m * 9.81 / 2, 0, 0, 0]
-    opti.minimize(
-        dt
-        * (
-            ca.sumsqr(Vs)
-            + 1e-2 * ca.sumsqr((Vs[:, 1:] - Vs[:, :-1]) / dt)  # smooth: the whole body follows closely
-            + 1e-4 * ca.sumsqr(Ws - np.tile(weight, 2)[:, None])
-            + 10 * ca.sumsqr(Qs[joints, :] - q0[joints, None])
-        )
-    )
+    smooth = ca.sumsqr((Vs[:, 1:] - Vs[:, :-1]) / dt)  # the whole body follows closely
+    wrenches = ca.sumsqr(Ws - np.tile(weight, 2)[:, None])
+    posture = ca.sumsqr(Qs[joints, :] - q0[joints, None])
+    opti.minimize(dt * (ca.sumsqr(Vs) + 1e-2 * smooth + 1e-4 * wrenches + 10 * posture))
     opti.set_initial(Qs, np.tile(q0[:, None], nodes + 1))
-    opti.set_initial(Vs, 0)
     opti.set_initial(Ws, np.tile(np.tile(weight, 2)[:, None], nodes + 1))  # a linear map of the variables
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
-    stats = ocp.solve(opti)
-    value = opti.debug.value
-    return {
-        "model": model,
-        "t": np.arange(nodes + 1) * dt,
-        "dt": dt,
-        "q": value(Qs).T,
-        "v": value(Vs).T,
-        "wrenches": value(Ws).T.reshape(nodes + 1, 2, 6).transpose(0, 2, 1),
-        "h": value(H).T,
-        "com": value(C).T,
-        "soles": soles,
-        "feet": FEET,
-        "mu": mu,
-        "stats": stats,
-    }
+    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = common.trajectories(value, dt, q=Qs, v=Vs, h=H, com=C)
+    wrenches = value(Ws).T.reshape(nodes + 1, 2, 6).transpose(0, 2, 1)
+    result.update(model=model, wrenches=wrenches, soles=soles, feet=FEET, mu=mu, stats=stats)
+    return result
 
 
 def whole_body_residual(result):
@@ -141,36 +101,19 @@ def whole_body_residual(result):
     model, q, v, dt = result["model"], result["q"], result["v"], result["dt"]
     out = []
     for k in range(len(q) - 1):
-        f_ext = np.zeros((6, model.njoints))
-        for i, name in enumerate(result["feet"]):
-            frame = model.frames[model.frame_index(name)]
-            oMi = casrbd.forward_kinematics(model, q[k])[frame.joint]
-            w = result["wrenches"][k, :, i]  # at the sole's origin, world axes
-            p = result["soles"][i][:3, 3] - oMi[:3, 3]  # from the joint origin, world axes
-            f_world = np.r_[w[:3], w[3:] + np.cross(p, w[:3])]
-            R = oMi[:3, :3]
-            f_ext[:, frame.joint] += np.r_[R.T @ f_world[:3], R.T @ f_world[3:]]
-        a = (v[k + 1] - v[k]) / dt
-        out.append(casrbd.rnea(model, q[k], v[k], a, f_ext)[:6])
+        f_ext = np.array(common.contact_forces(model, q[k], result["feet"], result["wrenches"][k]))
+        out.append(casrbd.rnea(model, q[k], v[k], (v[k + 1] - v[k]) / dt, f_ext)[:6])
     return np.array(out)
 
 
 def plot(result, path):
-    t = result["t"]
-    common.plot_series(
-        path,
-        t,
-        {
-            "CoM x, y [m]": result["com"][:, :2],
-            "momentum [kg m/s, kg m^2/s]": result["h"],
-            "sole F_z [N]": result["wrenches"][:, 2, :],
-        },
-        title="talos weight shift (centroidal dynamics)",
-    )
-    picks = np.linspace(0, len(result["q"]) - 1, 3).round().astype(int)
-    common.plot_snapshots(
-        result["model"], result["q"][picks], common.snapshot_path(path), frames=result["feet"], planes=("yz", "xy")
-    )
+    series = {
+        "CoM x, y [m]": result["com"][:, :2],
+        "momentum [kg m/s, kg m^2/s]": result["h"],
+        "sole F_z [N]": result["wrenches"][:, 2, :],
+    }
+    title = "talos weight shift (centroidal dynamics)"
+    common.plot_motion(path, result, series, title, 3, frames=result["feet"], planes=("yz", "xy"))
 
 
 def main(argv=None):
@@ -178,15 +121,10 @@ def main(argv=None):
         __doc__, 20, "intervals over the 1.2 s motion", "write the trajectories and PATH_snapshots.png", ("jacobian",)
     )
     args = p.parse_args(argv)
-    result = solve(args.nodes, jacobian=args.jacobian, verbose=args.verbose)
-    residual = np.abs(whole_body_residual(result)).max()
-    print(f"talos weight shift ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
-    print(
-        f"whole-body check: largest base wrench entry {residual:.3g} N or N m "
-        f"(weight {result['model'].mass * 9.81:.1f} N)"
-    )
-    common.outputs(args, result, plot, "talos_reduced")
-    return 0 if result["stats"]["success"] else 1
+    result = solve(**common.arguments(args, solve))
+    residual, weight = np.abs(whole_body_residual(result)).max(), result["model"].mass * 9.81
+    check = f"whole-body check: largest base wrench entry {residual:.3g} N or N m (weight {weight:.1f} N)"
+    return common.finish(args, "talos weight shift", result, plot, "talos_reduced", notes=(check,))
 
 
 if __name__ == "__main__":

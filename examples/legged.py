@@ -26,22 +26,6 @@ FEET = common.SOLO_FEET
 PHASES = (("stance", 0.3), ("flight", 0.2), ("stance", 0.3))  # (contact, seconds)
 
 
-def contact_forces(model, q, F):
-    """f_ext (6 x njoints, rnea's input) of world-frame forces F (3 x feet) at the feet.
-
-    A force F at the foot is, in the frame of the foot's joint i (rotation
-    o_R_i from forward kinematics), the force i_R_o F applied at the foot
-    frame's fixed offset r from the joint: [i_R_o F; r x i_R_o F]."""
-    oMi = casrbd.function(model, "forward_kinematics")(q)
-    columns = [ca.MX.zeros(6, 1) for _ in range(model.njoints)]
-    for k, name in enumerate(FEET):
-        frame = model.frames[model.frame_index(name)]
-        i = frame.joint
-        f = ca.mtimes(oMi[:3, 4 * i : 4 * i + 3].T, F[:, k])
-        columns[i] = columns[i] + ca.vertcat(f, ca.cross(ca.DM(np.asarray(frame.placement.p).ravel()), f))
-    return ca.horzcat(*columns)
-
-
 def solve(
     nodes=40,
     jump=0.1,
@@ -72,7 +56,9 @@ def solve(
     # per node, as an MX Function mapped over the nodes: torques and foot positions
     q, v, a, F = ca.MX.sym("q", nq), ca.MX.sym("v", nv), ca.MX.sym("a", nv), ca.MX.sym("F", 3 * nf)
     feet = ca.horzcat(*[casrbd.function(model, "frame_placement", frame=f)(q)[:3, 3] for f in FEET])
-    node = ca.Function("node", [q, v, a, F], [rnea(q, v, a, contact_forces(model, q, ca.reshape(F, 3, nf))), feet])
+    node = ca.Function(
+        "node", [q, v, a, F], [rnea(q, v, a, common.contact_forces(model, q, FEET, ca.reshape(F, 3, nf))), feet]
+    )
     q_next, v_next = ocp.euler_step(model, q, v, a, dt)
     step = ca.Function("step", [q, v, a], [ca.vertcat(q_next, v_next)])
 
@@ -101,60 +87,30 @@ def solve(
             opti.subject_to(P[:, nf * k : nf * (k + 1)][2, :] >= 0)
     opti.minimize(dt * (ca.sumsqr(tau[6:, :]) + 1e-3 * ca.sumsqr(A) + 1e-4 * ca.sumsqr(Fs)))
     # guess: standing while the base moves on at constant speed, weight shared by the feet in stance
-    s = np.linspace(0, 1, nodes + 1)
-    opti.set_initial(Q, np.outer(q_start, 1 - s) + np.outer(q_goal, s))
-    opti.set_initial(V, 0)
-    opti.set_initial(A, 0)
+    opti.set_initial(Q, common.interpolate(q_start, q_goal, nodes))
     weight = model.mass * np.linalg.norm(model.gravity) / nf
     opti.set_initial(Fs, np.tile(np.array([0, 0, weight] * nf)[:, None], nodes) * contact)
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
-    stats = ocp.solve(opti)
-    value = opti.debug.value  # the solution, or the last iterate if the solve failed
-    return {
-        "model": model,
-        "t": np.arange(nodes + 1) * dt,
-        "dt": dt,
-        "contact": contact,
-        "q": value(Q).T,
-        "v": value(V).T,
-        "a": value(A).T,
-        "tau": value(tau).T,
-        "forces": value(Fs).T.reshape(nodes, nf, 3).transpose(0, 2, 1),
-        "feet": FEET,
-        "q_start": q_start,
-        "q_goal": q_goal,
-        "tau_max": tau_max,
-        "mu": mu,
-        "stats": stats,
-    }
+    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = common.trajectories(value, dt, q=Q, v=V, a=A, tau=tau)
+    forces = value(Fs).T.reshape(nodes, nf, 3).transpose(0, 2, 1)
+    result.update(model=model, contact=contact, forces=forces, feet=FEET, q_start=q_start, q_goal=q_goal)
+    result.update(tau_max=tau_max, mu=mu, stats=stats)
+    return result
 
 
 def plot(result, path, snapshots=8):
     """Base height, joint torques and vertical foot forces over time at ``path``, and a
     stick-figure sequence at ``<path>_snapshots.png``."""
     t, q = result["t"], result["q"]
-    common.plot_series(
-        path,
-        t,
-        {
-            "base x, z [m]": q[:, [0, 2]],
-            "joint tau [Nm]": result["tau"][:, 6:],
-            "foot F_z [N]": result["forces"][:, 2, :],
-        },
-        title="solo12 jump",
-    )
-    picks = np.linspace(0, len(q) - 1, snapshots).round().astype(int)
+    series = {
+        "base x, z [m]": q[:, [0, 2]],
+        "joint tau [Nm]": result["tau"][:, 6:],
+        "foot F_z [N]": result["forces"][:, 2, :],
+    }
+    picks = common.picks(len(q), snapshots)
     phase = ["stance" if k == len(q) - 1 or result["contact"][k] else "flight" for k in picks]
-    common.plot_snapshots(
-        result["model"],
-        q[picks],
-        common.snapshot_path(path),
-        frames=result["feet"],
-        title="solo12 jump",
-        planes=("xz",),
-        strip=True,
-        labels=[f"t = {t[k]:.2f} s ({p})" for k, p in zip(picks, phase)],
-    )
+    strip = {"planes": ("xz",), "strip": True, "labels": [f"t = {t[k]:.2f} s ({p})" for k, p in zip(picks, phase)]}
+    common.plot_motion(path, result, series, "solo12 jump", snapshots, "solo12 jump", frames=result["feet"], **strip)
 
 
 def main(argv=None):
@@ -162,19 +118,8 @@ def main(argv=None):
     p.add_argument("--jump", type=float, default=0.1, help="forward distance in m (default 0.1)")
     p.add_argument("--tau-max", type=float, default=2.5, help="joint torque limit in Nm (default 2.5)")
     args = p.parse_args(argv)
-    result = solve(
-        args.nodes,
-        args.jump,
-        args.tau_max,
-        jacobian=args.jacobian,
-        compiled=args.compiled,
-        second_order=args.second_order,
-        hessian=args.hessian,
-        verbose=args.verbose,
-    )
-    print(f"solo12 jump ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
-    common.outputs(args, result, plot, "solo12")
-    return 0 if result["stats"]["success"] else 1
+    result = solve(**common.arguments(args, solve))
+    return common.finish(args, "solo12 jump", result, plot, "solo12")
 
 
 if __name__ == "__main__":

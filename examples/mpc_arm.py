@@ -13,32 +13,15 @@ small barrier parameter (``ocp.solver_options(warm_start=True)``).
     python examples/mpc_arm.py --nodes 10 --steps 40 --jacobian analytical --plot mpc.png
 """
 
-import argparse
-import os
-import sys
 import time
 
 import casadi as ca
 import common
 import numpy as np
+from arm_p2p import Q_GOAL, Q_START  # the same start and goal
 
 import casrbd
 from casrbd import ocp
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from arm_p2p import Q_GOAL, Q_START, load_arm  # noqa: E402  (the same arm and limits)
-
-
-def simulate(model, q, v, tau, duration, substeps=10):
-    """The plant: RK4 steps of the numeric aba over ``duration`` with tau held."""
-
-    def ode(x, u):
-        return np.r_[x[model.nq :], casrbd.aba(model, x[: model.nq], x[model.nq :], u)]
-
-    x = np.r_[q, v]
-    for _ in range(substeps):
-        x = ocp.rk4(ode, x, tau, duration / substeps)
-    return x[: model.nq], x[model.nq :]
 
 
 def build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags, second_order=None):
@@ -85,7 +68,7 @@ def run(
             raise ValueError(f"{arg} must be at least 1, got {n}")
     if not dt > 0:
         raise ValueError(f"dt must be positive, got {dt}")
-    model, lim, tool = load_arm()
+    model, lim, tool = common.load_arm()
     n = model.nv
     start = time.perf_counter()
     opti, x0, X, U = build(model, lim, nodes, dt, q_goal, jacobian, compiled, hessian, flags, second_order)
@@ -103,94 +86,34 @@ def run(
         if k == 0:  # the first solve was cold; from now on start where the last solve ended
             opti.solver("ipopt", ocp.solver_options(hessian, warm_start=True, verbose=verbose))
         tau = Us[:, 0]
-        q, v = simulate(model, q, v, tau, dt)
+        q, v = np.split(common.simulate_aba(model, np.r_[q, v], tau, dt, substeps=10), 2)  # the plant
         qs.append(q), vs.append(v), taus.append(tau)
         # shift by one interval, repeating the last node
         opti.set_initial(X, np.column_stack([Xs[:, 1:], Xs[:, -1]]))
         opti.set_initial(U, np.column_stack([Us[:, 1:], Us[:, -1]]))
         opti.set_initial(opti.lam_g, lam)
-    return {
-        "model": model,
-        "limits": lim,
-        "tool": tool,
-        "t": np.arange(steps + 1) * dt,
-        "dt": dt,
-        "q": np.array(qs),
-        "v": np.array(vs),
-        "tau": np.array(taus),
-        "solves": solves,
-        "q_goal": np.array(q_goal),
-        "setup_seconds": setup,
-    }
-
-
-def summary(result):
-    s = result["solves"]
-    iters = np.array([x["iterations"] for x in s])
-    times = np.array([x["t_total"] for x in s])
-    ok = sum(x["success"] for x in s)
-    err = np.abs(result["q"][-1] - result["q_goal"]).max()
-    return (
-        (
-            f"{len(s)} solves, {ok} succeeded; iterations first {iters[0]}, then mean {iters[1:].mean():.1f} "
-            f"max {iters[1:].max()}; solve time first {times[0]:.3f} s, then mean {1e3 * times[1:].mean():.1f} ms "
-            f"max {1e3 * times[1:].max():.1f} ms; final |q - q_goal| {err:.2e} rad"
-        )
-        if len(s) > 1
-        else f"1 solve: {ocp.format_stats(s[0])}"
-    )
+    result = {"model": model, "limits": lim, "tool": tool, "t": np.arange(steps + 1) * dt, "dt": dt}
+    result.update(q=np.array(qs), v=np.array(vs), tau=np.array(taus), solves=solves, q_goal=np.array(q_goal))
+    result["setup_seconds"] = setup
+    return result
 
 
 def plot(result, path, snapshots=6):
-    common.plot_series(
-        path,
-        result["t"],
-        {
-            "q [rad]": result["q"],
-            "v [rad/s]": result["v"],
-            "tau [Nm]": result["tau"],
-            "IPOPT iterations": [x["iterations"] for x in result["solves"]],
-        },
-        title=f"{result['model'].name} MPC (closed loop)",
-    )
-    picks = np.linspace(0, len(result["q"]) - 1, snapshots).round().astype(int)
-    common.plot_snapshots(
-        result["model"],
-        result["q"][picks],
-        common.snapshot_path(path),
-        frames=(result["tool"],),
-        title=f"{result['model'].name} MPC: {snapshots} snapshots (light to dark)",
-    )
+    name = result["model"].name
+    series = {"q [rad]": result["q"], "v [rad/s]": result["v"], "tau [Nm]": result["tau"]}
+    series["IPOPT iterations"] = [x["iterations"] for x in result["solves"]]
+    title = f"{name} MPC: {snapshots} snapshots (light to dark)"
+    common.plot_motion(path, result, series, f"{name} MPC (closed loop)", snapshots, title, frames=(result["tool"],))
 
 
 def main(argv=None):
-    p = common.parser(
-        __doc__,
-        10,
-        "horizon intervals",
-        "write the closed loop and PATH_snapshots.png",
-        ("jacobian", "hessian", "second_order"),
-    )
+    derivatives = ("jacobian", "hessian", "second_order", "compiled_dynamics")
+    p = common.parser(__doc__, 10, "horizon intervals", "write the closed loop and PATH_snapshots.png", derivatives)
     p.add_argument("--steps", type=int, default=40, help="closed-loop steps (default 40)")
     p.add_argument("--dt", type=float, default=0.05, help="control interval in s (default 0.05)")
-    p.add_argument(
-        "--compiled",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="dynamics as C code through casrbd.codegen (default: yes)",
-    )
     args = p.parse_args(argv)
-    result = run(
-        args.steps,
-        args.nodes,
-        args.dt,
-        args.jacobian,
-        args.compiled,
-        args.hessian,
-        args.verbose,
-        second_order=args.second_order,
-    )
-    print(f"arm MPC ({result['model'].name}, {common.modes(args)}): {summary(result)}")
+    result = run(**common.arguments(args, run))
+    print(f"arm MPC ({result['model'].name}, {common.modes(args)}): {common.mpc_summary(result)}")
     common.outputs(args, result, plot, "panda" if result["model"].name == "panda" else None)
     return 0 if all(s["success"] for s in result["solves"]) else 1
 

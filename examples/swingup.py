@@ -75,36 +75,13 @@ def solve(
     opti.subject_to(opti.bounded(-tau_max, U, tau_max))
     opti.subject_to(opti.bounded(-v_max, X[n:, :], v_max))
     opti.minimize(dt * ca.sumsqr(U))
-    # guess: the first joint turns at constant speed from down to up
-    s = np.linspace(0, 1, nodes + 1)
-    opti.set_initial(
-        X,
-        np.vstack(
-            [
-                np.pi * (1 - s),
-                np.zeros((n - 1, nodes + 1)),
-                np.full((1, nodes + 1), -np.pi / duration),
-                np.zeros((n - 1, nodes + 1)),
-            ]
-        ),
-    )
-    opti.set_initial(U, 0)
-    opti.solver("ipopt", ocp.solver_options(hessian, verbose=verbose, compiled=compiled))
-    stats = ocp.solve(opti)
-    value = opti.debug.value  # the solution, or the last iterate if the solve failed
-    Xs, Us = np.atleast_2d(value(X)), np.atleast_2d(value(U))
-    return {
-        "model": model,
-        "t": np.arange(nodes + 1) * dt,
-        "dt": dt,
-        "q": Xs[:n].T,
-        "v": Xs[n:].T,
-        "tau": Us.T,
-        "x_start": x_start,
-        "x_goal": x_goal,
-        "tau_max": tau_max,
-        "stats": stats,
-    }
+    # guess: the first joint turns at constant speed from down to up (the rest of x and u: 0)
+    opti.set_initial(X[0, :], common.interpolate(np.pi, 0, nodes))
+    opti.set_initial(X[n, :], -np.pi / duration)
+    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = common.trajectories(value, dt, q=X[:n, :], v=X[n:, :], tau=U)
+    result.update(model=model, x_start=x_start, x_goal=x_goal, tau_max=tau_max, stats=stats)
+    return result
 
 
 def plot(result, path):
@@ -122,20 +99,9 @@ def main(argv=None):
     p.add_argument("--tau-max", type=float, default=0.3, help="torque limit in Nm (default 0.3)")
     p.add_argument("--v-max", type=float, default=10.0, help="velocity limit in rad/s (default 10)")
     args = p.parse_args(argv)
-    result = solve(
-        args.nodes,
-        args.duration,
-        args.tau_max,
-        args.v_max,
-        args.jacobian,
-        args.compiled,
-        args.hessian,
-        args.verbose,
-        args.second_order,
-    )
-    print(f"swing-up ({common.modes(args)}): {ocp.format_stats(result['stats'])}")
-    common.outputs(args, result, plot, "double_pendulum" if result["model"].name == "2dof_planar" else None)
-    return 0 if result["stats"]["success"] else 1
+    result = solve(**common.arguments(args, solve))
+    robot = "double_pendulum" if result["model"].name == "2dof_planar" else None
+    return common.finish(args, "swing-up", result, plot, robot)
 
 
 if __name__ == "__main__":
