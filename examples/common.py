@@ -16,9 +16,11 @@ import casrbd
 from casrbd import ocp, viewer
 from casrbd.functions import function
 from casrbd.models import load_robot, robot_path
+from casrbd.parameters import pseudo_inertia
 from casrbd.spatial import Inertia
 from casrbd.spec import choice
 
+# ---- the robots ----
 ARM_TOOL = {"panda": "panda_hand_tcp", "arm7": "tool"}
 SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 SOLO_LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
@@ -50,14 +52,11 @@ def load_arm():
     return model, limits, ARM_TOOL[name]
 
 
-def rod(mass, length):
-    """A thin rod along x from the joint: com at length / 2, inertia m l^2 / 12 about y and z."""
-    return Inertia.from_com(mass, [length / 2, 0, 0], np.diag([1e-5, 1, 1]) * mass * length**2 / 12)
-
-
-def point_mass(mass, x):
-    """A point mass on the x axis at ``x`` from the joint."""
-    return Inertia.from_com(mass, [x, 0, 0], np.zeros((3, 3)))
+def load_talos():
+    """example-robot-data's talos_reduced (its loader's warnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
+        return load_robot("talos_reduced")
 
 
 def solo12_standing(model, x=0.0):
@@ -66,13 +65,6 @@ def solo12_standing(model, x=0.0):
     q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in SOLO_FEET)
     q[0] = x
     return q
-
-
-def load_talos():
-    """example-robot-data's talos_reduced (its loader's warnings silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
-        return load_robot("talos_reduced")
 
 
 def talos_standing(model):
@@ -85,24 +77,23 @@ def talos_standing(model):
     return q
 
 
+def rod(mass, length):
+    """A thin rod along x from the joint: com at length / 2, inertia m l^2 / 12 about y and z."""
+    return Inertia.from_com(mass, [length / 2, 0, 0], np.diag([1e-5, 1, 1]) * mass * length**2 / 12)
+
+
+def point_mass(mass, x):
+    """A point mass on the x axis at ``x`` from the joint."""
+    return Inertia.from_com(mass, [x, 0, 0], np.zeros((3, 3)))
+
+
+# ---- contacts and their schedules ----
 def schedule(nodes, phases):
     """The phase index of each of ``nodes`` equal intervals and their dt, for ``phases`` a sequence of
     (anything, seconds)."""
     duration = sum(s for _, s in phases)
     ends = np.cumsum([s for _, s in phases]) / duration * nodes
     return np.searchsorted(ends, np.arange(nodes) + 0.5), duration / nodes
-
-
-def simulate_aba(model, x, tau, duration, substeps):
-    """A plant: ``substeps`` RK4 steps of the numeric aba over ``duration`` from the state x = [q; v]
-    (nq = nv), with tau held; the final state."""
-
-    def ode(x, u):
-        return np.r_[x[model.nq :], casrbd.aba(model, x[: model.nq], x[model.nq :], u)]
-
-    for _ in range(substeps):
-        x = ocp.rk4(ode, x, tau, duration / substeps)
-    return x
 
 
 def contact_forces(model, q, frames, forces):
@@ -134,6 +125,79 @@ def friction_pyramid(opti, f, mu):
         opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
 
 
+# ---- trajectories, data and plants ----
+def interpolate(start, goal, nodes):
+    """``nodes`` + 1 columns from ``start`` to ``goal`` at constant speed (an initial guess)."""
+    s = np.linspace(0, 1, nodes + 1)
+    return np.outer(start, 1 - s) + np.outer(goal, s)
+
+
+def fourier_trajectory(limits, t, rng, harmonics=5, period=10.0, margin=0.8):
+    """(q, v, a), each len(t) x n: q_i = q0_i + sum_l a_il sin(l w t) + b_il cos(l w t), w = 2 pi / period,
+    scaled so that |q - q0| and |v| stay within ``margin`` of the half range and the velocity limit."""
+    lo, hi = limits["lower"], limits["upper"]
+    n, w = lo.size, 2 * np.pi / period
+    l = np.arange(1, harmonics + 1)
+    A, B = rng.normal(size=(2, n, harmonics)) / l
+    arg = w * np.outer(t, l)  # len(t) x harmonics
+    s, c = np.sin(arg), np.cos(arg)
+    dq = s @ A.T + c @ B.T
+    v = w * ((c * l) @ A.T - (s * l) @ B.T)
+    a = -(w**2) * ((s * l**2) @ A.T + (c * l**2) @ B.T)
+    scale = margin * np.minimum((hi - lo) / 2 / np.abs(dq).max(0), limits["velocity"] / np.abs(v).max(0))
+    return (lo + hi) / 2 + dq * scale, v * scale, a * scale
+
+
+def stacked(model, name, *columns):
+    """A Function of the model evaluated at every row of the given arrays at once (casadi map)."""
+    f = function(model, name)
+    out = f.map(len(columns[0]))(*[np.asarray(x).T for x in columns]).full()
+    return (
+        out.reshape(out.shape[0], len(columns[0]), -1).transpose(1, 0, 2).reshape(-1, out.shape[1] // len(columns[0]))
+    )
+
+
+def prior_perturbation(theta, error, rng):
+    """A random change of log-Cholesky coordinates that changes masses and rotational inertias by about
+    ``error`` (relative) and centres of mass by about ``error`` / 10 m (a CAD model's errors)."""
+    scale = np.empty_like(theta)
+    for j in range(0, theta.size, 10):
+        d = np.exp(theta[j + 1 : j + 4])
+        scale[j : j + 4] = error / 2  # alpha, d: relative changes of sqrt(m) and of U's diagonal
+        scale[j + 4 : j + 7] = error / 2 * np.sqrt(d[[0, 1, 0]] * d[[1, 2, 2]])  # s12, s23, s13
+        scale[j + 7 : j + 10] = error / 10  # t = c, in m
+    return scale * rng.normal(size=theta.size)
+
+
+def simulate_aba(model, x, tau, duration, substeps):
+    """A plant: ``substeps`` RK4 steps of the numeric aba over ``duration`` from the state x = [q; v]
+    (nq = nv), with tau held; the final state."""
+
+    def ode(x, u):
+        return np.r_[x[model.nq :], casrbd.aba(model, x[: model.nq], x[model.nq :], u)]
+
+    for _ in range(substeps):
+        x = ocp.rk4(ode, x, tau, duration / substeps)
+    return x
+
+
+# ---- solving, and the solution per node ----
+def solve_ipopt(opti, **options):
+    """Solves ``opti`` with IPOPT and ``ocp.solver_options(**options)``: (stats, value), ``value`` giving
+    the solution, or the last iterate if the solve failed (``opti.debug.value``)."""
+    opti.solver("ipopt", ocp.solver_options(**options))
+    return ocp.solve(opti), opti.debug.value
+
+
+def trajectories(value, dt, **expressions):
+    """A solution per node: the values of each Opti expression of ``expressions`` (one column per node) as
+    rows, one per node, with the node times ``t`` (as many as the longest has nodes) and ``dt``."""
+    out = {name: np.atleast_2d(value(x)).T for name, x in expressions.items()}
+    out.update(t=np.arange(max(len(rows) for rows in out.values())) * dt, dt=dt)
+    return out
+
+
+# ---- the command line ----
 DERIVATIVE_FLAGS = ("jacobian", "hessian", "compiled", "second_order")  # "compiled_dynamics": --[no-]compiled
 
 
@@ -170,6 +234,19 @@ def arguments(args, function):
     return {name: value for name, value in vars(args).items() if name in names}
 
 
+def modes(args):
+    """The derivative modes an example's command line chose, for its summary line."""
+    parts = [f"jacobian {args.jacobian}"]
+    if hasattr(args, "second_order"):
+        default = "analytical" if args.jacobian == "analytical" else "ad"
+        parts.append(f"second order {args.second_order or default}")
+    if hasattr(args, "hessian"):
+        parts.append(f"hessian {args.hessian}")
+    if getattr(args, "compiled", False):
+        parts.append("compiled")
+    return ", ".join(parts)
+
+
 def finish(args, title, result, plot, robot=None, details=(), notes=()):
     """The end of an optimal-control example's main(): prints ``title``, the ``details`` and derivative
     modes in parentheses, the solver's statistics, then the lines ``notes``; writes what --plot and --html
@@ -181,6 +258,23 @@ def finish(args, title, result, plot, robot=None, details=(), notes=()):
     return 0 if result["stats"]["success"] else 1
 
 
+def outputs(args, result, plot, robot=None):
+    """What --plot and --html ask for: ``plot(result, path)``, and the motion of ``result`` (model, t, q)
+    with the visuals of ``robot``."""
+    if args.plot:
+        plot(result, args.plot)
+    if args.html:
+        write_html(args.html, result["model"], result["t"], result["q"], robot)
+
+
+def write_html(path, model, t, q, robot=None):
+    """An example's motion (times ``t``, configurations ``q``, one per row) as a self-contained HTML
+    animation (``casrbd.viewer``) with the visuals of ``robot`` (a name or file; None: a stick figure)."""
+    viewer.write_html(path, model, t, q, robot)
+    print(f"wrote {path}: open it in a browser")
+
+
+# ---- printing the results ----
 def mpc_summary(result):
     """One line on a closed loop's solves (``result["solves"]``, the first cold, the others warm-started)
     and how close its last configuration came to ``result["q_goal"]``."""
@@ -219,56 +313,48 @@ def codesign_report(r):
     )
 
 
-def outputs(args, result, plot, robot=None):
-    """What --plot and --html ask for: ``plot(result, path)``, and the motion of ``result`` (model, t, q)
-    with the visuals of ``robot``."""
-    if args.plot:
-        plot(result, args.plot)
-    if args.html:
-        write_html(args.html, result["model"], result["t"], result["q"], robot)
+def body_errors(p, p_true):
+    """(mass, com error in mm, relative error of the rotational inertia about the joint frame) of one body."""
+    com_error = np.linalg.norm(p[1:4] / p[0] - p_true[1:4] / p_true[0])
+    return p[0], 1e3 * com_error, np.linalg.norm(p[4:] - p_true[4:]) / np.linalg.norm(p_true[4:])
 
 
-def modes(args):
-    """The derivative modes an example's command line chose, for its summary line."""
-    parts = [f"jacobian {args.jacobian}"]
-    if hasattr(args, "second_order"):
-        default = "analytical" if args.jacobian == "analytical" else "ad"
-        parts.append(f"second order {args.second_order or default}")
-    if hasattr(args, "hessian"):
-        parts.append(f"hessian {args.hessian}")
-    if getattr(args, "compiled", False):
-        parts.append("compiled")
-    return ", ".join(parts)
+def identification_report(r):
+    """Prints examples/identification.py's results ``r``: the base parameters' errors in units of their
+    standard deviations, the consistent fit's (and its bodies' smallest pseudo-inertia eigenvalues, all
+    positive), each body's parameters against the truth, and the validation torques' errors."""
+    m, base, s = r["model"], r["base"], r["stats"]
+    nb = base.count
+    print(f"{m.name}: {m.nv} joints, {10 * m.njoints} inertial parameters, {nb} base parameters")
+    print(
+        f"trajectory: {r['rows'] // m.nv} samples, base regressor condition number {r['cond']:.3g}, "
+        f"noise sigma {r['sigma']} Nm"
+    )
+    print(
+        f"base parameters by least squares: error / standard deviation: rms {np.sqrt(np.mean(r['z'] ** 2)):.2f}, "
+        f"max {np.abs(r['z']).max():.2f} (a standard normal sample: rms ~ 1); chi^2 {r['chi2']:.1f} for {nb} "
+        f"degrees of freedom (expected {nb} +- {np.sqrt(2 * nb):.1f})"
+    )
+    print(
+        f"consistent fit (log-Cholesky, Opti/IPOPT: {s['status']}, {s['iterations']} iterations): base-parameter "
+        f"error / standard deviation: rms {np.sqrt(np.mean(r['z_fit'] ** 2)):.2f}, max {np.abs(r['z_fit']).max():.2f}"
+    )
+    bodies = [r["pi_fit"][10 * j : 10 * j + 10] for j in range(m.njoints)]
+    min_eig = [np.linalg.eigvalsh(pseudo_inertia(p)).min() for p in bodies]
+    print(f"  smallest pseudo-inertia eigenvalue per body: {', '.join(f'{e:.2e}' for e in min_eig)}")
+    print(
+        "  body          mass [kg]: true   prior     fit | com error [mm]: prior   fit | inertia rel. error: prior  fit"
+    )
+    for j, name in enumerate(m.names):
+        p_true, p_prior, p_fit = (r[k][10 * j : 10 * j + 10] for k in ("pi_true", "pi_prior", "pi_fit"))
+        (mp, cp, ip), (mf, cf, i_f) = body_errors(p_prior, p_true), body_errors(p_fit, p_true)
+        print(f"  {name:<14s} {p_true[0]:14.3f} {mp:7.3f} {mf:7.3f} | {cp:21.1f} {cf:5.1f} | {ip:24.2f} {i_f:4.2f}")
+    print("validation trajectory, rms torque prediction error per joint [Nm] (noise-free reference):")
+    for label, e in r["validation"].items():
+        print(f"  {label:<11s} {' '.join(f'{x:7.4f}' for x in e)}   (mean {e.mean():.4f})")
 
 
-def solve_ipopt(opti, **options):
-    """Solves ``opti`` with IPOPT and ``ocp.solver_options(**options)``: (stats, value), ``value`` giving
-    the solution, or the last iterate if the solve failed (``opti.debug.value``)."""
-    opti.solver("ipopt", ocp.solver_options(**options))
-    return ocp.solve(opti), opti.debug.value
-
-
-def interpolate(start, goal, nodes):
-    """``nodes`` + 1 columns from ``start`` to ``goal`` at constant speed (an initial guess)."""
-    s = np.linspace(0, 1, nodes + 1)
-    return np.outer(start, 1 - s) + np.outer(goal, s)
-
-
-def trajectories(value, dt, **expressions):
-    """A solution per node: the values of each Opti expression of ``expressions`` (one column per node) as
-    rows, one per node, with the node times ``t`` (as many as the longest has nodes) and ``dt``."""
-    out = {name: np.atleast_2d(value(x)).T for name, x in expressions.items()}
-    out.update(t=np.arange(max(len(rows) for rows in out.values())) * dt, dt=dt)
-    return out
-
-
-def write_html(path, model, t, q, robot=None):
-    """An example's motion (times ``t``, configurations ``q``, one per row) as a self-contained HTML
-    animation (``casrbd.viewer``) with the visuals of ``robot`` (a name or file; None: a stick figure)."""
-    viewer.write_html(path, model, t, q, robot)
-    print(f"wrote {path}: open it in a browser")
-
-
+# ---- plots ----
 def skeleton(model, q, frames=()):
     """Line segments (pairs of world points) of a stick figure: parent joint to joint,
     and joint to each named frame (feet, tool); from ``forward_kinematics``/``frame_placement``."""
