@@ -104,3 +104,29 @@ def test_an_ocp_example_writes_its_motion_as_html(tmp_path, capsys):
     swingup["main"](["--nodes", "12", "--html", str(path)])
     text = path.read_text()
     assert "wrote" in capsys.readouterr().out and '"joints":' in text and "<canvas" in text
+
+
+# every flag of these command lines but --verbose, small sizes (the shared flags of the optimal-control
+# examples are run in tests/ocp and above)
+COMMAND_LINES = {
+    "mpc_arm": "--steps 2 --nodes 3 --dt 0.04 --jacobian ad --second-order ad --hessian exact --no-compiled",
+    "codesign": "--nodes 20 --duration 1.0",
+    "identification": "--samples 100 --candidates 1 --sigma 0.2 --prior-error 0.1 --gamma 0.5 --seed 3",
+}
+SUMMARY = {
+    "mpc_arm": "2 solves, 2 succeeded",
+    "codesign": "co-design (Solve_Succeeded",
+    "identification": "consistent fit (log-Cholesky, Opti/IPOPT: Solve_Succeeded",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_LINES))
+def test_command_line_takes_its_flags_and_writes_the_plot(name, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    if str(ROOT / "examples") not in sys.path:
+        sys.path.insert(0, str(ROOT / "examples"))  # the examples import common
+    main = runpy.run_path(str(ROOT / "examples" / f"{name}.py"), run_name=name)["main"]
+    path = tmp_path / f"{name}.png"
+    assert main([*COMMAND_LINES[name].split(), "--plot", str(path)]) == 0
+    assert SUMMARY[name] in capsys.readouterr().out
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
