@@ -74,8 +74,7 @@ def solve(model, nodes=50, duration=1.2, motors=None, w_effort=1e-3, verbose=Fal
     opti.subject_to(X[:, -1] == np.r_[GOAL, 0, 0])
     opti.minimize(cost + w_effort * dt * ca.sumsqr(U))
     if guess is None:  # the joints at constant speed from start to goal
-        s = np.linspace(0, 1, nodes + 1)
-        opti.set_initial(X[:n, :], np.outer(GOAL - START, s) + START[:, None])
+        opti.set_initial(X[:n, :], common.interpolate(START, GOAL, nodes))
     else:
         opti.set_initial(X, np.vstack([guess["q"].T, guess["v"].T]))
         opti.set_initial(U, guess["tau"].T)
@@ -100,10 +99,7 @@ def simulate(model, result, substeps=1):
     """The optimised torques replayed on the arm built with those motors (a numeric model: aba with its
     own inertias), ``substeps`` RK4 steps per interval: the final state."""
     arm = with_parameters(model, parameters(model, result["motors"][1]))
-    x = np.r_[START, 0, 0]
-    for tau in result["tau"]:
-        x = common.simulate_aba(arm, x, tau, result["dt"], substeps)
-    return x
+    return common.simulate_aba(arm, np.r_[START, 0, 0], result["tau"], result["dt"], substeps)
 
 
 def run(nodes=50, duration=1.2, verbose=False):

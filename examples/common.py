@@ -169,15 +169,16 @@ def prior_perturbation(theta, error, rng):
     return scale * rng.normal(size=theta.size)
 
 
-def simulate_aba(model, x, tau, duration, substeps):
-    """A plant: ``substeps`` RK4 steps of the numeric aba over ``duration`` from the state x = [q; v]
-    (nq = nv), with tau held; the final state."""
+def simulate_aba(model, x, taus, dt, substeps):
+    """A plant: from the state x = [q; v] (nq = nv), each torque of ``taus`` held in turn for ``dt``, in
+    ``substeps`` RK4 steps of the numeric aba; the final state."""
 
     def ode(x, u):
         return np.r_[x[model.nq :], casrbd.aba(model, x[: model.nq], x[model.nq :], u)]
 
-    for _ in range(substeps):
-        x = ocp.rk4(ode, x, tau, duration / substeps)
+    for tau in taus:
+        for _ in range(substeps):
+            x = ocp.rk4(ode, x, tau, dt / substeps)
     return x
 
 

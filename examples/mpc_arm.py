@@ -86,7 +86,7 @@ def run(
         if k == 0:  # the first solve was cold; from now on start where the last solve ended
             opti.solver("ipopt", ocp.solver_options(hessian, warm_start=True, verbose=verbose))
         tau = Us[:, 0]
-        q, v = np.split(common.simulate_aba(model, np.r_[q, v], tau, dt, substeps=10), 2)  # the plant
+        q, v = np.split(common.simulate_aba(model, np.r_[q, v], [tau], dt, substeps=10), 2)  # the plant
         qs.append(q), vs.append(v), taus.append(tau)
         # shift by one interval, repeating the last node
         opti.set_initial(X, np.column_stack([Xs[:, 1:], Xs[:, -1]]))
