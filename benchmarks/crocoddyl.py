@@ -10,17 +10,23 @@ from the ``standing`` state); the casadi ones from examples/quadruped_gait.py,
 checked first to give the same cost and next state at every knot on the
 initial guess and on FDDP's solution. Both start from Crocoddyl's guess (the
 standing state, quasi-static torques) on one thread (``problem.nthreads = 1``).
-Reported per solver: CPU time of the solve (``time.process_time``; building
-separately), iterations, the cost of the solution evaluated by Crocoddyl's
-``problem.calc``, the largest dynamics defect, and per iteration the time in
-derivatives (casadi: Jacobian and Hessian evaluations; Crocoddyl: ``calcDiff``
-over the knots), in the linear algebra (fatrop's search direction; FDDP:
-backward and forward passes less their model evaluations) and the rest.
-Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
+Reported per solver: CPU time of the solve (Crocoddyl: ``time.process_time``
+around ``solve``; casadi: the solver's own ``t_proc_total``; building, and
+creating the casadi solver, separately), iterations, the cost of the solution
+evaluated by Crocoddyl's ``problem.calc``, the largest dynamics defect, and
+per iteration the time in derivatives (casadi: Jacobian and Hessian
+evaluations; Crocoddyl: ``calcDiff`` over the knots), in the linear algebra
+(fatrop's search direction, the SQP's QPs; FDDP: its backward pass) and the
+rest. Then the compiled Gauss-Newton problem is built twice in fresh
+processes, with an empty and with a filled library cache (``--no-cold``
+skips it). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
 """
 
 import argparse
 import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -123,38 +129,79 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
     library = f"solo12_{name}" if compiled else None
     start = time.perf_counter()
     st, stages = mod.transcribe(model, knots, x0, hessian, library)
-    st.solver(solver, mod.ocp.solver_options(solver=solver, tol=TOL, max_iter=MAX_ITER))
+    if solver == "sqpmethod":  # casadi's SQP; its QP by qrqp (sparse QR): hpipm returns no dynamics multipliers
+        st.solver(
+            solver,
+            {
+                "qpsol": "qrqp",
+                "qpsol_options": {"print_iter": False, "print_header": False},
+                "print_header": False,
+                "print_iteration": False,
+                "print_time": False,
+                "tol_pr": TOL,
+                "tol_du": TOL,
+                "max_iter": MAX_ITER,
+            },
+        )
+    else:
+        st.solver(solver, mod.ocp.solver_options(solver=solver, tol=TOL, max_iter=MAX_ITER))
     build = time.perf_counter() - start
     start = time.process_time()
     stats = mod.ocp.solve(st.opti)
-    cpu = time.process_time() - start
     raw = st.opti.stats()
-    value = st.opti.debug.value
     iters = max(stats["iterations"], 1)
-    calls = {k: raw.get(f"n_call_nlp_{k}", 0) for k in ("jac_g", "grad_f", "hess_l")}
+    # the solver's own CPU time; creating it (the NLP's sparsity patterns, done once per problem) is setup
+    setup = time.process_time() - start - raw["t_proc_total"]
+    value = st.opti.debug.value
+    calls = {k: raw.get(f"n_call_nlp_{k}", 0) for k in ("jac_g", "grad_f", "hess_l", "jac_fg")}
     derivative_time = sum(raw.get(f"t_proc_nlp_{k}", 0.0) for k in calls)
     # one evaluation of each derivative: what an iteration needs
     one_pass = sum(raw.get(f"t_proc_nlp_{k}", 0.0) / n for k, n in calls.items() if n)
-    linear_algebra = raw["fatrop"]["compute_sd_time"] if solver == "fatrop" else float("nan")
+    linear_algebra = {"fatrop": lambda: raw["fatrop"]["compute_sd_time"], "sqpmethod": lambda: raw["t_proc_QP"]}
     return {
         "solver": f"casadi {solver}, {hessian} Hessian" + (", compiled stages" if compiled else ", VM"),
         "iterations": stats["iterations"],
-        "cpu": cpu,
+        "cpu": raw["t_proc_total"],
         "xs": np.array([np.ravel(value(x)) for x in st.x]),
         "us": [np.ravel(value(u)) if u.numel() else np.zeros(0) for u in st.u],
         "derivatives": one_pass,
         "derivatives_total": derivative_time,
-        "linear_algebra": linear_algebra / iters,
+        "linear_algebra": linear_algebra.get(solver, lambda: float("nan"))() / iters,
         "success": stats["success"],
-        "build": build,
+        "build": build + setup,
         "stages": stages,
     }
+
+
+BUILD = """
+import sys, time
+sys.path.insert(0, {root!r})
+from benchmarks.crocoddyl import example, PROBLEMS
+import numpy as np
+mod = example()
+model = mod.load_robot("solo12")
+x0 = np.r_[mod.STANDING, np.zeros(model.nv)]
+start = time.perf_counter()
+mod.transcribe(model, getattr(mod, {name!r})(model, mod.STANDING), x0, "gauss-newton", "solo12_{name}")
+print(time.perf_counter() - start)
+"""
+
+
+def cold_and_warm_build(name):
+    """Wall seconds of building the compiled Gauss-Newton problem in a fresh process: with an empty cache
+    (generating and compiling the stages) and again with the libraries cached."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "CASRBD_CACHE": cache}
+        code = BUILD.format(root=str(ROOT), name=name)
+        run = [sys.executable, "-c", code]
+        return [float(subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout) for _ in "cw"]
 
 
 TOL, MAX_ITER = 1e-7, 300  # the solvers' tolerance (their KKT residual): the cost to 1e-10 of FDDP's
 VARIANTS = {  # name -> (solver, Hessian, compiled stages)
     "ipopt-gn-compiled": ("ipopt", "gauss-newton", True),
     "fatrop-gn-compiled": ("fatrop", "gauss-newton", True),
+    "sqp-gn-compiled": ("sqpmethod", "gauss-newton", True),
     "fatrop-gn": ("fatrop", "gauss-newton", False),
     "ipopt-gn": ("ipopt", "gauss-newton", False),
     "fatrop-exact": ("fatrop", "exact", False),
@@ -214,6 +261,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="trot,jump")
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"casadi variants among {list(VARIANTS)}")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold and warm builds in fresh processes")
     args = parser.parse_args(argv)
     mod = example()
     model = mod.load_robot("solo12")
@@ -234,6 +282,12 @@ def main(argv=None):
             HEADER,
         ]
         lines += [row(r, problem, reference) for r in results]
+        if not args.no_cold:
+            cold, warm = cold_and_warm_build(name)
+            lines.append(
+                f"\nBuilding the compiled Gauss-Newton problem in a fresh process (wall): cold {cold:.1f} s "
+                f"(generating and compiling the stage libraries, side by side), warm {warm:.1f} s (cached)."
+            )
         plot(name, results[:2], RESULTS / f"crocoddyl_{name}.png")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -31,6 +31,7 @@ Loading a shared library runs its code, as does deserializing a Function that
 calls one: only load libraries and serialized Functions you built or trust.
 """
 
+import concurrent.futures
 import contextlib
 import errno
 import hashlib
@@ -173,6 +174,8 @@ def _custom_derivatives(f):
     must not change what is generated. A custom Jacobian survives serialization, so it is taken from
     there; the ``cache`` option does not (casadi 3.8), so the adjoint is taken from the live cache,
     where only a casrbd adjoint carries a custom Jacobian of its own."""
+    if not f.cache():  # a custom Jacobian or adjoint is in the live cache from the start
+        return []
     found = list(ca.Function.deserialize(f.serialize()).cache().values())
     adjoint = f.cache().get("adj1_" + f.name())
     own = [] if adjoint is None else _custom_derivatives(adjoint)
@@ -323,26 +326,36 @@ def _discard(entry):
 def _build(entry, key, everything, name, compiler, flags, verbose, label):
     """Generate and compile into a private directory, write the manifest, then rename the directory to
     ``entry`` in one step: no process ever sees a half-written entry. When another process finished
-    the same build first, its entry is kept. Returns (seconds, compiler output)."""
+    the same build first, its entry is kept. Returns a thunk that runs the compiler and returns
+    (seconds, compiler output): casadi generates the C here, the compilers of several builds can then
+    run side by side (``compile_libraries``)."""
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{entry.name}-"))
     try:
         c_file, _ = _generate(everything, tmp, name)
-        built = tmp / f"{name}.so"
-        seconds, out = compile_library(compiler, c_file, built, flags, verbose, label)
-        digest = _sha256(built)
-        # a name of its own for every build: a rebuilt library never takes the path of one this process
-        # loaded before, for which the dynamic loader would hand back the old one
-        library = built.rename(tmp / f"{name}-{secrets.token_hex(8)}.so")
-        record = {"key": key, "library": library.name, "source": c_file.name, "sha256": digest}
-        (tmp / MANIFEST).write_text(json.dumps(record, indent=1))
-        try:
-            os.rename(tmp, entry)
-        except OSError as e:
-            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):  # else another process built it meanwhile
-                raise
-    finally:
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-    return seconds, out
+        raise
+
+    def run():
+        try:
+            built = tmp / f"{name}.so"
+            seconds, out = compile_library(compiler, c_file, built, flags, verbose, label)
+            digest = _sha256(built)
+            # a name of its own for every build: a rebuilt library never takes the path of one this process
+            # loaded before, for which the dynamic loader would hand back the old one
+            library = built.rename(tmp / f"{name}-{secrets.token_hex(8)}.so")
+            record = {"key": key, "library": library.name, "source": c_file.name, "sha256": digest}
+            (tmp / MANIFEST).write_text(json.dumps(record, indent=1))
+            try:
+                os.rename(tmp, entry)
+            except OSError as e:
+                if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):  # else another process built it meanwhile
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return seconds, out
+
+    return run
 
 
 def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, verbose=None):
@@ -363,35 +376,57 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     functions = [functions] if isinstance(functions, ca.Function) else list(functions)
     if not functions:
         raise ValueError("compile_functions: no Functions given")
-    name = name or functions[0].name()
+    return compile_libraries({name or functions[0].name(): functions}, flags, compiler, verbose)[0]
+
+
+def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=None, jobs=None):
+    """``compile_functions`` for several libraries, ``{name: [Functions]}``: the ones not in the cache
+    are generated one after the other and compiled side by side, ``jobs`` compilers at a time (default:
+    the CPUs this process may use). Returns the Libraries in the given order."""
     flags = tuple(flags)
-    check_names(functions, name)
     compiler = find_compiler(compiler)
-    # the serializations hold the model's constants and every derivative shipped with the Functions
-    everything = _with_derivatives(functions)
-    parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, _cpu()] + [f.serialize() for f in everything]
-    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
-    entry = cache_dir() / f"{name}-{key}"
-    names = [f.name() for f in functions]
-    if entry.exists():
+    plans = []
+    for name, functions in libraries.items():
+        if not functions:
+            raise ValueError(f"compile_libraries: library {name!r} has no Functions")
+        check_names(functions, name)
+        # the serializations hold the model's constants and every derivative shipped with the Functions
+        everything = _with_derivatives(functions)
+        packed = ca.StringSerializer()
+        packed.pack(everything)  # the Functions they share (a stage's linearisation), written once
+        parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, _cpu(), packed.encode()]
+        key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+        plans.append((cache_dir() / f"{name}-{key}", key, everything, name, [f.name() for f in functions]))
+    found, builds = {}, {}
+    for entry, key, everything, name, names in plans:
+        if entry.exists():
+            try:
+                found[name] = _load(entry, key, everything, names, None)
+                continue
+            except _BadEntry as e:
+                warnings.warn(f"casrbd.codegen: rebuilding the cached library: {e}", CacheWarning, stacklevel=3)
+                _discard(entry)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        loud = verbose
+        if loud is None:
+            loud = sum(f.n_instructions() for f in everything if f.is_a("SXFunction")) > VERBOSE_INSTRUCTIONS
+        builds[name] = _build(entry, key, everything, name, compiler, flags, loud, f"{name} ({', '.join(names)})")
+    jobs = jobs or os.cpu_count() or 1
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(builds)))) as pool:
+        done = dict(zip(builds, pool.map(lambda run: run(), builds.values())))  # the compilers release the GIL
+    for entry, key, everything, name, names in plans:
+        if name in found:
+            continue
+        seconds, out = done[name]
         try:
-            return _load(entry, key, everything, names, None)
+            found[name] = _load(entry, key, everything, names, seconds)
         except _BadEntry as e:
-            warnings.warn(f"casrbd.codegen: rebuilding the cached library: {e}", CacheWarning, stacklevel=2)
             _discard(entry)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    if verbose is None:
-        verbose = sum(f.n_instructions() for f in everything if f.is_a("SXFunction")) > VERBOSE_INSTRUCTIONS
-    label = f"{name} ({', '.join(names)})"
-    seconds, out = _build(entry, key, everything, name, compiler, flags, verbose, label)
-    try:
-        return _load(entry, key, everything, names, seconds)
-    except _BadEntry as e:
-        _discard(entry)
-        raise CompileError(
-            f"{compiler} {' '.join(flags)} built a library that fails its checks: {e}; "
-            f"compiler output:\n{out[-4000:] or '(none)'}"
-        ) from None
+            raise CompileError(
+                f"{compiler} {' '.join(flags)} built a library that fails its checks: {e}; "
+                f"compiler output:\n{out[-4000:] or '(none)'}"
+            ) from None
+    return [found[name] for name in libraries]
 
 
 def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, hessian="exact", **options):

@@ -223,63 +223,82 @@ def gauss_newton(f):
 def gauss_newton_stage(name, cost, inner):
     """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
     its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
-    per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once.
+    per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once
+    per derivative call.
 
     ``cost``: an SX Function (x, u, p, y) -> scalar; ``inner``: a Function (x, u) -> (x_next, y) (the
-    dynamics and the cost's residuals: kinematics, contact forces). The Jacobian (``jac_``) is
-    [dc/d(x, u, p); d x_next/d(x, u, p)] with dc/dw = T^T grad c, T = d(x, u, p, y)/d(x, u, p) from one
-    call of inner's Jacobian; the reverse mode (``adj1_``) uses the same blocks, and its Jacobian
-    (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T: no curvature of inner,
-    as ``gauss_newton``. Build the NLP from calls of it, or compile it (``compile_stages``)."""
+    dynamics and the cost's residuals: kinematics, contact forces). With T = d(x, u, p, y)/d(x, u, p)
+    the Jacobian (``jac_``) is [T^T grad c; d x_next/d(x, u, p)]; the reverse mode (``adj1_``) uses the
+    same blocks, and its Jacobian (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T:
+    no curvature of inner, as ``gauss_newton``. Two SX Functions carry the work: the linearisation
+    (x_next, y and inner's Jacobian, one graph with inner's calls inlined) and the products with the
+    cost's derivatives (scalar code that skips the structural zeros of T); the derivative Functions
+    only call them. Build the NLP from calls of it, or compile it (``compile_stages``)."""
     x, u = ca.MX.sym("x", inner.sparsity_in(0)), ca.MX.sym("u", inner.sparsity_in(1))
     p = ca.MX.sym("p", cost.sparsity_in(2))
     nx, nu, np_ = x.numel(), u.numel(), p.numel()
     x_next, y = inner(x, u)
-    ny = y.numel()
-    # the cost's gradient and Hessian by (x, u, p, y), one SX graph
-    w = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
-    c = cost(*w)
-    W = ca.vertcat(*[ca.vec(v) for v in w])
-    H, g = ca.hessian(c, W)
-    derivatives = ca.Function(f"{name}_cost_derivatives", w, [g, H])
-    g, H = derivatives(x, u, p, y)
     J = inner.jacobian()(x, u, x_next, y)
-    dxn = ca.horzcat(J[0], J[1], ca.MX(nx, np_))
-    T = ca.vertcat(ca.MX.eye(nx + nu + np_), ca.horzcat(J[2], J[3], ca.MX(ny, np_)))
-    G = ca.mtimes(T.T, g)
-    out_c, out_xn = ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)
-    adj_c, adj_xn = ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)
+    linearised = ca.Function(
+        f"{name}_linearised",
+        [x, u],
+        [x_next, y, ca.horzcat(J[0], J[1]), ca.horzcat(J[2], J[3])],
+        ["x", "u"],
+        ["x_next", "y", "dx_next", "dy"],
+    ).expand()
+    nominal = ca.Function(f"{name}_nominal", [x, u, p], [cost(x, u, p, y), x_next]).expand()
+    # the products, one SX graph per derivative: T = [I; dy 0] by (x, u, p)
+    w = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+    dxn_sx = ca.SX.sym("dx_next", linearised.sparsity_out(2))
+    dy_sx = ca.SX.sym("dy", linearised.sparsity_out(3))
+    H, g = ca.hessian(cost(*w), ca.vertcat(*[ca.vec(v) for v in w]))
+    T = ca.vertcat(ca.SX.eye(nx + nu + np_), ca.horzcat(dy_sx, ca.SX(dy_sx.size1(), np_)))
+    G, dxn = ca.mtimes(T.T, g), ca.horzcat(dxn_sx, ca.SX(nx, np_))
+    adj_c_sx, adj_xn_sx = ca.SX.sym("adj_cost"), ca.SX.sym("adj_x_next", nx)
+    upper = ca.triu(ca.mtimes(T.T, ca.mtimes(H, T)))  # symmetric: each entry once
+    HS = adj_c_sx * (upper + ca.tril(upper.T, False))
     parts = [(0, nx), (nx, nx + nu), (nx + nu, nx + nu + np_)]
-    inputs = [x, u, p]
-    names = ["x", "u", "p"]
-    jac = ca.Function(
-        "jac_" + name,
-        inputs + [out_c, out_xn],
-        [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts],
-        names + ["out_cost", "out_x_next"],
-        [f"jac_{o}_{n}" for o in ("cost", "x_next") for n in names],
-    )
-    adjoint = adj_c * G + ca.mtimes(dxn.T, adj_xn)
-    HS = adj_c * ca.mtimes(T.T, ca.mtimes(H, T))
-    seeds = [out_c, out_xn, adj_c, adj_xn]
-    seed_names = ["out_cost", "out_x_next", "adj_cost", "adj_x_next"]
+    point = [*w, dxn_sx, dy_sx]
+
+    def products(suffix, seeds, outputs):
+        return ca.Function(f"{name}_{suffix}", point + seeds, ca.cse(outputs))
+
+    jac_products = products("jac_products", [], [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts])
+    adjoint = adj_c_sx * G + ca.mtimes(dxn.T, adj_xn_sx)
+    adj_products = products("adj_products", [adj_c_sx, adj_xn_sx], [adjoint[a:b] for a, b in parts])
     blocks = []
     for a, b in parts:
         blocks += [HS[a:b, c:d] for c, d in parts]
-        blocks += [ca.MX(b - a, 1), ca.MX(b - a, nx), G[a:b], dxn[:, a:b].T]
+        blocks += [ca.SX(b - a, 1), ca.SX(b - a, nx), G[a:b], dxn[:, a:b].T]
+    hess_products = products("hessian_products", [adj_c_sx], blocks)
+
+    out_c, out_xn = ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)
+    adj_c, adj_xn = ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)
+    inputs, names = [x, u, p], ["x", "u", "p"]
+    _, y_at, dxn_at, dy_at = linearised(x, u)
+    at = [x, u, p, y_at, dxn_at, dy_at]
+    jac = ca.Function(
+        "jac_" + name,
+        inputs + [out_c, out_xn],
+        jac_products(*at),
+        names + ["out_cost", "out_x_next"],
+        [f"jac_{o}_{n}" for o in ("cost", "x_next") for n in names],
+    )
+    seeds = [out_c, out_xn, adj_c, adj_xn]
+    seed_names = ["out_cost", "out_x_next", "adj_cost", "adj_x_next"]
     adj_names = ["adj_" + n for n in names]
     out_adj = [ca.MX.sym("out_" + n, v.sparsity()) for n, v in zip(adj_names, inputs)]
     jac_adj = ca.Function(
         "jac_adj1_" + name,
         inputs + seeds + out_adj,
-        blocks,
+        hess_products(*at, adj_c),
         names + seed_names + ["out_" + n for n in adj_names],
         [f"jac_{n}_{m}" for n in adj_names for m in names + seed_names],
     )
     adj = ca.Function(
         "adj1_" + name,
         inputs + seeds,
-        [adjoint[a:b] for a, b in parts],
+        adj_products(*at, adj_c, adj_xn),
         names + seed_names,
         adj_names,
         {"custom_jacobian": jac_adj, "jac_penalty": 0},
@@ -287,7 +306,7 @@ def gauss_newton_stage(name, cost, inner):
     return ca.Function(
         name,
         inputs,
-        [cost(x, u, p, y), x_next],
+        nominal(x, u, p),
         names,
         ["cost", "x_next"],
         {"custom_jacobian": jac, "jac_penalty": 0.5, "cache": {adj.name(): adj}},
@@ -339,18 +358,19 @@ def _plain(g):
 
 def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
     """The stage Functions of an optimal control problem (each called at many knots) compiled to C
-    with their derivatives (``stage_derivatives``) into one library (cached on disk by
-    ``casrbd.codegen``) and loaded back: an NLP built from calls of them evaluates compiled code in
-    every iteration, and casadi finds each derivative in the library by its name. Use Gauss-Newton
-    stages (``gauss_newton``) unless their second derivatives are small: casadi's AD of the contact
-    dynamics writes megabytes of C. Returns the loaded Functions in the given order."""
+    with their derivatives (``stage_derivatives``), one library per stage Function (``<name>_<stage>``,
+    cached on disk by ``casrbd.codegen`` and compiled side by side, one compiler per CPU), and loaded
+    back: an NLP built from calls of them evaluates compiled code in every iteration, and casadi finds
+    each derivative in the library by its name. Use Gauss-Newton stages (``gauss_newton_stage``,
+    ``gauss_newton``) unless their second derivatives are small: casadi's AD of the contact dynamics
+    writes megabytes of C. Returns the loaded Functions in the given order."""
     names = [f.name() for f in functions]
     if len(set(names)) != len(names):
         raise ValueError(f"compile_stages: the stage Functions need distinct names, got {names}")
-    lib = codegen.compile_functions(
-        [g for f in functions for g in stage_derivatives(f)], name=name, flags=flags, verbose=verbose
+    libraries = codegen.compile_libraries(
+        {f"{name}_{f.name()}": stage_derivatives(f) for f in functions}, flags=flags, verbose=verbose
     )
-    return [lib[n] for n in names]
+    return [lib[n] for lib, n in zip(libraries, names)]
 
 
 def solver_options(

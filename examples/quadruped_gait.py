@@ -106,12 +106,14 @@ def kinematics(model):
 
 
 @functools.cache
-def dynamics(model, feet, dt, kd=50.0):
+def dynamics(model, feet, dt, second_order="analytical", kd=50.0):
     """(x, u) -> (x_next, contact forces or impulses) of a knot with contact set ``feet``: a running
-    knot (semi-implicit Euler over the contact dynamics, ``aba`` without contacts), an impulse at dt = 0."""
+    knot (semi-implicit Euler over the contact dynamics, ``aba`` without contacts), an impulse at dt = 0.
+    ``second_order``: of the contact dynamics ("ad": built only if asked, as Gauss-Newton never does)."""
     nq, nv = model.nq, model.nv
     x, u = ca.MX.sym("x", nq + nv), ca.MX.sym("u", nv - 6 if dt else 0)
-    q, v, contacts = x[:nq], x[nq:], {"contacts": [(f, "3d") for f in feet], "reference": "local_world_aligned"}
+    q, v = x[:nq], x[nq:]
+    contacts = {"contacts": [(f, "3d") for f in feet], "reference": "local_world_aligned", "second_order": second_order}
     name = "_".join(["impulse" if dt == 0 else "step", *(f[0] + f[1] for f in feet)])  # a C name per contact set
     if dt == 0:
         v_next, lam = casrbd.function(model, "impulse_dynamics", jacobian="analytical", damping=1e-12, **contacts)(q, v)
@@ -120,7 +122,8 @@ def dynamics(model, feet, dt, kd=50.0):
     if feet:
         a, lam = casrbd.function(model, "constraint_dynamics", jacobian="analytical", kd=kd, **contacts)(q, v, tau)
     else:
-        a, lam = casrbd.function(model, "aba", jacobian="analytical")(q, v, tau), ca.MX(0, 1)
+        a = casrbd.function(model, "aba", jacobian="analytical", second_order=second_order)(q, v, tau)
+        lam = ca.MX(0, 1)
     v_next = v + a * dt
     x_next = ca.vertcat(casrbd.function(model, "integrate")(q, v_next * dt), v_next)
     return ca.Function(name, [x, u], [x_next, lam], ["x", "u"], ["x_next", "lam"])
@@ -156,7 +159,8 @@ def stage_function(model, feet, kind, dt, hessian="exact"):
     X, U, Pm = ca.MX.sym("x", nq + nv), ca.MX.sym("u", u.numel()), ca.MX.sym("p", 20)
     x_next, forces = X, ca.MX(0, 1)
     if kind != "terminal":
-        x_next, forces = dynamics(model, feet, dt if kind == "running" else 0.0)(X, U)
+        second_order = "ad" if hessian == "gauss-newton" else "analytical"
+        x_next, forces = dynamics(model, feet, dt if kind == "running" else 0.0, second_order)(X, U)
     Y = ca.vertcat(*kinematics(model)(X[:nq]), forces if nf else ca.MX(0, 1))
     inner = ca.Function("inner_" + name, [X, U], [x_next, Y], ["x", "u"], ["x_next", "y"])
     if hessian == "gauss-newton":
