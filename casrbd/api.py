@@ -144,7 +144,7 @@ def evaluate(name, model, *args, f_ext=None, **options):
             kwargs["f_ext"] = values.pop()
         outs = s.impl(model, *values, **kwargs)
     outs = outs if isinstance(outs, tuple) else (outs,)
-    outs = tuple(_shaped(o, x) for o, x in zip(s.outputs, outs))
+    outs = tuple(_shaped(o, x) for o, x in zip(s.outputs, outs) if f_ext is not None or not o.with_f_ext)
     return outs if len(outs) > 1 else outs[0]
 
 
@@ -426,8 +426,7 @@ def rnea_hessian(
     at delta = 0): (H_qq, H_qv, H_vv, H_qa), plus H_qf (nv x 6 njoints, f_ext vectorised column by
     column) when f_ext is given; the a-a and a-v blocks vanish. ``method``: "second_order_adjoint" (the
     second-order adjoint in IDSVA's world frame) or "ad" (casadi's AD)."""
-    out = evaluate("rnea_hessian", model, q, v, a, lam, f_ext=f_ext, method=method)
-    return out if f_ext is not None else out[:4]
+    return evaluate("rnea_hessian", model, q, v, a, lam, f_ext=f_ext, method=method)
 
 
 def aba_hessian(
@@ -441,8 +440,7 @@ def aba_hessian(
 ):
     """Hessian of lam^T aba(q, v, tau, f_ext) by (q, v, tau), q on the tangent space: (H_qq, H_qv,
     H_vv, H_qtau), plus H_qf when f_ext is given; the tau-tau and tau-v blocks vanish."""
-    out = evaluate("aba_hessian", model, q, v, tau, lam, f_ext=f_ext, method=method)
-    return out if f_ext is not None else out[:4]
+    return evaluate("aba_hessian", model, q, v, tau, lam, f_ext=f_ext, method=method)
 
 
 def rnea_second_order_derivatives(

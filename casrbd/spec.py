@@ -58,10 +58,12 @@ PI = Arg("pi", "parameters")
 class Out(NamedTuple):
     """An output: ``kind`` "vector" (a column, returned as a 1-D array), "matrix", "placements"
     (4 x 4k homogeneous matrices side by side, returned as a list of k) or "tensor" (T[i, j, k] of
-    an n x n x n tensor at (i, j + n k), returned as an (n, n, n) array)."""
+    an n x n x n tensor at (i, j + n k), returned as an (n, n, n) array). ``with_f_ext``: an output
+    by the external forces, which the Function without them keeps empty and the API leaves out."""
 
     name: str
     kind: str = "matrix"
+    with_f_ext: bool = False
 
 
 REQUIRED = object()
