@@ -132,3 +132,22 @@ def test_a_compiler_that_writes_garbage_is_a_compile_error_and_leaves_no_entry(t
         with pytest.raises(codegen.CompileError, match=rf"(?s){re.escape(cc)} .*fails its checks.*does not load tiny"):
             codegen.compile_functions(tiny(), flags=FLAGS, compiler=cc)
     assert list(cache.iterdir()) == []
+
+
+def test_libraries_compiled_side_by_side_load_in_order_and_from_the_cache(cache):
+    """compile_libraries: each library holds its own Functions, answers as the VM, comes back in the
+    order asked; a second call compiles nothing; a Function with a custom Jacobian ships it."""
+    x = ca.SX.sym("x", 2)
+    jac = ca.Function("jac_g", [x, ca.SX.sym("out_y", 2)], [ca.diag(3 * ca.cos(x))])
+    g = ca.Function("g", [x], [3 * ca.sin(x)], ["x"], ["y"], {"custom_jacobian": jac, "jac_penalty": 0})
+    asked = {"lib_b": [tiny(3)], "lib_a": [g]}
+    b, a = codegen.compile_libraries(asked, flags=FLAGS, jobs=2)
+    assert b.compile_seconds is not None and a.compile_seconds is not None
+    assert_answers_as(b["tiny"], tiny(3))
+    assert_answers_as(a["g"], g)
+    with pytest.raises(KeyError, match="holds no Function 'g'"):
+        b["g"]
+    assert "jac_g" in (a.source.read_text())
+    again = codegen.compile_libraries(asked, flags=FLAGS)
+    assert [lib.compile_seconds for lib in again] == [None, None]
+    assert [lib.path for lib in again] == [b.path, a.path]
