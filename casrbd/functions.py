@@ -7,7 +7,9 @@ casadi's ``custom_jacobian``. Functions are cached per model for the model's
 lifetime (models are immutable, so a cached Function never goes stale).
 """
 
+import itertools
 import warnings
+from typing import NamedTuple
 
 import casadi as ca
 
@@ -167,8 +169,7 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
         )
     extra = {"f_ext": named["f_ext"]} if f_ext else {}
     outs = s.impl(model, *args[: len(s.inputs)], **extra, **options)
-    # one common-subexpression pass over all outputs: they share kinematics
-    outs = ca.cse(list(outs) if isinstance(outs, tuple) else [outs])
+    outs = list(outs) if isinstance(outs, tuple) else [outs]
     suffix = "".join(f"_{v}" for _, v in sorted({**options, **(jac_options or {})}.items()))
     # with second_order="ad" casadi builds adj1_<name> by AD: a name of its own keeps the two apart
     suffix += "_pi" * parameters + "_adhessian" * (
@@ -176,23 +177,53 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     )
     # robot, frame and contact names may hold anything: a valid, collision-free identifier for casadi and C
     fname = identifier(f"{model.name}_{s.name}{suffix}")
-    fopts = {}
-    if jac_options is not None:
-        # casadi hands its derivative Functions the nominal outputs: they use them, not a second solve
-        nominal = [sym.sym("out_" + out.name, o.shape) for out, o in zip(s.outputs, outs)]
-        out = {o.name: x for o, x in zip(s.outputs, nominal)}
-        blocks = s.jacobian.impl(model, *args[: len(s.inputs)], **extra, **options, **jac_options, out=out)
-        fopts = {
-            "custom_jacobian": _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks),
-            # it serves Jacobians and many directions; one adjoint (a gradient, and the exact Hessian's
-            # forward-over-reverse) goes through the reverse mode: the second-order adjoint below, or
-            # AD of the dynamics graph, which is smaller than the Jacobian's
-            "jac_penalty": 0.5,
-        }
-        if second_order:
-            adjoint = _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, {**options, **jac_options})
-            fopts["cache"] = {adjoint.name(): adjoint}
-    return ca.Function(fname, args, outs, [a.name for a in inputs], [o.name for o in s.outputs], fopts)
+    names = [a.name for a in inputs], [o.name for o in s.outputs]
+    if jac_options is None:
+        # one common-subexpression pass over all outputs: they share kinematics
+        return ca.Function(fname, args, ca.cse(outs), *names)
+    # casadi hands its derivative Functions the nominal outputs: they use them, not a second solve
+    nominal = [sym.sym("out_" + out.name, o.shape) for out, o in zip(s.outputs, outs)]
+    out = {o.name: x for o, x in zip(s.outputs, nominal)}
+    blocks = s.jacobian.impl(model, *args[: len(s.inputs)], **extra, **options, **jac_options, out=out)
+    drafts = [_Draft(fname, args, outs, *names), _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks)]
+    if second_order:
+        drafts += _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, {**options, **jac_options})
+    # one common-subexpression pass over the outputs of every Function: the derivative Functions share
+    # the passes of the memo (and each other's blocks), which separate passes would hash again each
+    f, jac, *adjoint = _cse(drafts)
+    fopts = {
+        "custom_jacobian": jac.function(),
+        # it serves Jacobians and many directions; one adjoint (a gradient, and the exact Hessian's
+        # forward-over-reverse) goes through the reverse mode: the second-order adjoint below, or
+        # AD of the dynamics graph, which is smaller than the Jacobian's
+        "jac_penalty": 0.5,
+    }
+    if adjoint:
+        adj1, jac_adj1 = adjoint
+        # the Jacobian always: it is the contracted Hessian, which the forward sweep asks for
+        adj1 = adj1.function({"custom_jacobian": jac_adj1.function(), "jac_penalty": 0})
+        fopts["cache"] = {adj1.name(): adj1}
+    return f.function(fopts)
+
+
+class _Draft(NamedTuple):
+    """A Function to build: its name, input symbols, output expressions and their names."""
+
+    name: str
+    args: list
+    outs: list
+    names_in: list
+    names_out: list
+
+    def function(self, opts=None):
+        return ca.Function(self.name, self.args, self.outs, self.names_in, self.names_out, opts or {})
+
+
+def _cse(drafts):
+    """The drafts with one common-subexpression pass over all their outputs."""
+    outs = ca.cse([o for d in drafts for o in d.outs])
+    ends = list(itertools.accumulate(len(d.outs) for d in drafts))
+    return [d._replace(outs=outs[end - len(d.outs) : end]) for d, end in zip(drafts, ends)]
 
 
 def _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks):
@@ -212,18 +243,18 @@ def _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks):
             elif arg.kind == "configuration":
                 block = ca.mtimes(block, tangent_map(model, x))
             jac.append(block)
-    return ca.Function(
+    return _Draft(
         "jac_" + fname,
         args + nominal,
-        ca.cse(jac),
+        jac,
         [a.name for a in inputs] + ["out_" + out.name for out in s.outputs],
         [f"jac_{out.name}_{arg.name}" for out in s.outputs for arg in inputs],
     )
 
 
 def _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, options):
-    """adj1_<fname>: sum_k lam_k^T d out_k / d inputs in raw coordinates, with the custom Jacobian
-    jac_adj1_<fname> (casadi's layout: blocks d adj_x / d (inputs, outs, lams), then the nominal
+    """adj1_<fname> and its Jacobian jac_adj1_<fname>: sum_k lam_k^T d out_k / d inputs in raw
+    coordinates, and the blocks (casadi's layout: d adj_x / d (inputs, outs, lams), then the nominal
     adjoints as inputs) from the spec's second-order adjoint, which gets the nominal outputs
     ``nominal`` (symbols that casadi fills) as ``out``. For a configuration x with tangent map
     T(x): adj_x = T^T g_x, d adj_x / d x = T^T D_xx T + d(T(x)^T g)/dx at fixed g (the curvature of
@@ -263,19 +294,13 @@ def _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, options
     )
     names_out = ["adj_" + a.name for a in inputs]
     out_adjoints = [sym.sym("out_" + n, x.shape) for n, x in zip(names_out, args)]
-    jac = ca.Function(
-        "jac_adj1_" + fname,
-        args + nominal + lams + out_adjoints,
-        ca.cse(blocks),
-        names_in + ["out_" + n for n in names_out],
-        [f"jac_{n}_{m}" for n in names_out for m in names_in],
-    )
-    return ca.Function(
-        "adj1_" + fname,
-        args + nominal + lams,
-        ca.cse(adjoints),
-        names_in,
-        names_out,
-        # the Jacobian always: it is the contracted Hessian, which the forward sweep asks for
-        {"custom_jacobian": jac, "jac_penalty": 0},
-    )
+    return [
+        _Draft("adj1_" + fname, args + nominal + lams, adjoints, names_in, names_out),
+        _Draft(
+            "jac_adj1_" + fname,
+            args + nominal + lams + out_adjoints,
+            blocks,
+            names_in + ["out_" + n for n in names_out],
+            [f"jac_{n}_{m}" for n in names_out for m in names_in],
+        ),
+    ]

@@ -34,7 +34,7 @@ def skew(a):
     if (a.numel() if isinstance(a, (ca.SX, ca.MX, ca.DM)) else np.size(a)) != 3:
         # a set (3 x k) here would be read entry by entry, silently wrong
         raise ValueError(f"skew: a 3-vector expected, got shape {a.shape}")
-    return ca.vertcat(ca.horzcat(0, -a[2], a[1]), ca.horzcat(a[2], 0, -a[0]), ca.horzcat(-a[1], a[0], 0))
+    return ca.skew(a)  # one casadi call: the hot path of every cross product while graphs are built
 
 
 def cross(a, B):

@@ -10,6 +10,7 @@ Returns the full symmetric matrix (both triangles).
 import casadi as ca
 
 from ..spec import Out, Spec, configuration
+from .passes.memo import shared
 from .passes.tree import assemble, motion_subspaces, placements
 
 
@@ -23,6 +24,7 @@ def composite_inertias(model, liMi, inertias):
     return Ic
 
 
+@shared
 def crba(model, q):
     S, liMi = motion_subspaces(model, q), placements(model, q)
     Ic = composite_inertias(model, liMi, model.algorithm_frames.inertias)

@@ -140,11 +140,22 @@ def forward(model, q, v, a, f_ext=None):
 
 
 @shared
+def composites(model, fw):
+    """(IC, BC2, fC): the bodies' inertias, 2 B and forces of ``forward`` summed over their subtrees."""
+    IC, BC2, fC = list(fw.I), list(fw.BC2), list(fw.f)
+    for i in reversed(range(model.njoints)):
+        p = model.parents[i]
+        if p >= 0:
+            IC[p], BC2[p], fC[p] = IC[p] + IC[i], BC2[p] + BC2[i], fC[p] + fC[i]
+    return IC, BC2, fC
+
+
+@shared
 def idsva(model, q, v, a, f_ext=None):
     """(dtau/dq, dtau/dqd, dtau/dqdd = M)."""
     fw = forward(model, q, v, a, f_ext)
     n = model.njoints
-    IC, BC2, fC = list(fw.I), list(fw.BC2), list(fw.f)
+    IC, BC2, fC = composites(model, fw)  # lines 21-24, ahead: row i needs only its own subtree's
     t1, t2, t3, t4 = ([None] * n for _ in range(4))
     dq, dv, M = {}, {}, {}
     # backward pass, lines 12-25
@@ -164,11 +175,6 @@ def idsva(model, q, v, a, f_ext=None):
             # and the joint-space inertia matrix, as the CRBA in world frame: M_ki = (I^C_k S_k)^T S_i
             M[k, i] = ca.mtimes(t1[k].T, S)
             M[i, k] = M[k, i].T
-        p = model.parents[i]
-        if p >= 0:  # lines 21-24
-            IC[p] = IC[p] + IC[i]
-            BC2[p] = BC2[p] + BC2[i]
-            fC[p] = fC[p] + fC[i]
     for r in free_flyer_roots(model):
         minus_gx = skew(lin(fw.a0[r]))  # -[g_b]x
         for k in model.subtree[r]:

@@ -46,6 +46,7 @@ from ...spatial import ang, cross, lin, log6, motion_cross, se3_exp, skew, symme
 from ...spec import Jacobian, Out, Spec, configuration, tangent
 from ..idsva import idsva, tree_placements
 from ..passes import ltdl
+from ..passes.memo import shared
 from ..passes.tree import columns, free_flyer_roots
 from . import dynamics
 from .sets import IMPULSE_OPTIONS, OPTIONS, check_contacts
@@ -104,6 +105,7 @@ def constraint_derivatives(model, kin, contacts, kp=0.0, kd=0.0):
     return ca.vertcat(ca.DM(0, model.nv), *dq), ca.vertcat(ca.DM(0, model.nv), *dv)
 
 
+@shared
 def contact_forces(model, contacts, lam):
     """f_ext (6 x njoints, joint frames) of the local contact forces or impulses ``lam``."""
     cols = [0] * model.njoints
@@ -225,6 +227,16 @@ def world_aligned(contacts, kin, lam, d_dq, others):
     return (rotated[0] + ca.vertcat(ca.DM(0, d_dq.shape[1]), *turn), *rotated[1:])
 
 
+@shared
+def nominal_solution(model, q, v, ddq, lam, contacts, reference, damping):
+    """The ``dynamics.Solution`` at the nominal (ddq, lambda in ``reference``) that casadi hands the
+    derivative Functions: the Delassus factors, not a second solve of the KKT system."""
+    kin = dynamics.contact_kinematics(model, q, v, None, contacts)
+    dl = dynamics.delassus(model, q, kin.J, damping)
+    return dynamics.Solution(kin, dl, ddq, dynamics.local_forces(contacts, kin.fm, lam, reference))
+
+
+@shared
 def local_constraint_derivatives(model, q, v, sol, contacts, kp, kd):
     """(kin at ddq, (dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau)) at the solution
     ``sol`` (its Delassus factors, ddq and local lambda), forces in local axes."""
@@ -238,10 +250,16 @@ def local_constraint_derivatives(model, q, v, sol, contacts, kp, kd):
     return kin, (dddq_dq, dddq_dv, dddq_dtau, dlam_dq, dlam_dv, dlam_dtau)
 
 
-def constraint_dynamics_derivatives(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
-    """(dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau); d/dq on the tangent space."""
+def constraint_dynamics_derivatives(
+    model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0, out=None
+):
+    """(dddq/dq, dddq/dv, dddq/dtau, dlambda/dq, dlambda/dv, dlambda/dtau); d/dq on the tangent space;
+    at the nominal outputs ``out`` (ddq, lambda_c) where casadi hands them, else at a solve."""
     check_contacts(model, contacts, damping, kp)
-    sol = dynamics.solve(model, q, v, tau, contacts, kp, kd, damping)
+    if out is None:
+        sol = dynamics.solve(model, q, v, tau, contacts, kp, kd, damping)
+    else:
+        sol = nominal_solution(model, q, v, out["ddq"], out["lambda_c"], contacts, reference, damping)
     kin, d = local_constraint_derivatives(model, q, v, sol, contacts, kp, kd)
     dddq_dq, dddq_dv, dddq_dtau, dlam_dq, dlam_dv, dlam_dtau = d
     if reference == "local_world_aligned" and contacts:
@@ -290,7 +308,7 @@ def local_impulse_derivatives(model, q, v, imp, contacts, restitution):
 
 
 def constraint_dynamics_jacobian(model, q, v, tau, out=None, **options):
-    d = constraint_dynamics_derivatives(model, q, v, tau, **options)
+    d = constraint_dynamics_derivatives(model, q, v, tau, **options, out=out)
     keys = [(out, arg) for out in ("ddq", "lambda_c") for arg in ("q", "v", "tau")]
     return dict(zip(keys, d))
 

@@ -197,6 +197,18 @@ def in_reference(contacts, fms, lam, reference):
     return ca.vertcat(*out)
 
 
+def local_forces(contacts, fms, lam, reference):
+    """The local axes' forces of output forces ``lam`` given in ``reference`` (``in_reference`` undone)."""
+    if reference == "local":
+        return lam
+    out, k = [], 0
+    for c, fm in zip(contacts, fms):
+        block = lam[k : k + c.rows]
+        out.append(ca.mtimes(fm.oMf.R.T, block) if c.type == "3d" else rotate(fm.oMf.R.T, block))
+        k += c.rows
+    return ca.vertcat(*out)
+
+
 def constraint_dynamics(model, q, v, tau, contacts, reference="local", kp=0.0, kd=0.0, damping=0.0):
     """(ddq, lambda): forward dynamics under the contacts (Pinocchio's ``constraintDynamics``)."""
     check_contacts(model, contacts, damping, kp)

@@ -94,18 +94,6 @@ def kinematic_terms(model, options, impulse, q, v, a, lam, nu, w):
 # ---------------------------------------------------------------- the adjoint KKT system
 
 
-def local_forces(contacts, fms, lam, reference):
-    """The local axes' forces of output forces ``lam`` given in ``reference``."""
-    if reference == "local":
-        return lam
-    out, k = [], 0
-    for c, fm in zip(contacts, fms):
-        block = lam[k : k + c.rows]
-        out.append(ca.mtimes(fm.oMf.R.T, block) if c.type == "3d" else dynamics.rotate(fm.oMf.R.T, block))
-        k += c.rows
-    return ca.vertcat(*out)
-
-
 def adjoint_multipliers(model, dl, w1, w_local):
     """(nu1, nu2) solving [M J^T; -J mu] [nu1; nu2] = -[w1; w_local] (g_y^T nu = -F_y)."""
     z = ltdl.lt_solve(model, dl.f, w1)
@@ -172,10 +160,9 @@ def constraint_dynamics_second_order_adjoint(
     """(gradient, jacobian) of w1^T ddq + w2^T lambda_c, ``spec.SecondOrderAdjoint``'s, at the nominal
     (ddq, lambda_c); lam = (w1, w2). The gradient is L_x = F_x + nu^T g_x, O(n) past the solve for nu."""
     (w1, w2), (ddq, lam_out) = lam, (out["ddq"], out["lambda_c"])
-    kin0 = dynamics.contact_kinematics(model, q, v, None, contacts)
-    lam_c = local_forces(contacts, kin0.fm, lam_out, reference)
-    dl = dynamics.delassus(model, q, kin0.J, damping)
-    nu1, nu2 = adjoint_multipliers(model, dl, w1, local_forces(contacts, kin0.fm, w2, reference))
+    sol = derivatives.nominal_solution(model, q, v, ddq, lam_out, contacts, reference, damping)
+    kin0, dl, lam_c = sol.kin, sol.dl, sol.lam
+    nu1, nu2 = adjoint_multipliers(model, dl, w1, dynamics.local_forces(contacts, kin0.fm, w2, reference))
     f_ext = derivatives.contact_forces(model, contacts, lam_c)
     options = (contacts, reference, kp, kd)
     Kg, K = kinematic_terms(model, options, False, q, v, ddq, lam_c, nu2, w2)
@@ -183,9 +170,7 @@ def constraint_dynamics_second_order_adjoint(
     gradient = {"q": r_q + Kg["q"], "v": r_v + Kg["v"], "tau": -nu1}
     # the first-order solution derivatives y_x at the nominal solution
     names, outs = ("q", "v", "tau"), ("ddq", "lambda_c")
-    kin, d = derivatives.local_constraint_derivatives(
-        model, q, v, dynamics.Solution(kin0, dl, ddq, lam_c), contacts, kp, kd
-    )
+    kin, d = derivatives.local_constraint_derivatives(model, q, v, sol, contacts, kp, kd)
     local = dict(zip([(y, x) for y in outs for x in names], d))
     jacobians = world_jacobians(contacts, kin, lam_c, local, "lambda_c", names, reference)
     lam_keys = tuple("lam_" + y for y in outs)
@@ -214,9 +199,9 @@ def impulse_dynamics_second_order_adjoint(
     lam = (w1, w2)."""
     (w1, w2), (v_plus, P_out) = lam, (out["dq_after"], out["impulse_c"])
     kin0 = dynamics.contact_kinematics(model, q, v, None, contacts)
-    P_c = local_forces(contacts, kin0.fm, P_out, reference)
+    P_c = dynamics.local_forces(contacts, kin0.fm, P_out, reference)
     dl = dynamics.delassus(model, q, kin0.J, damping)
-    nu1, nu2 = adjoint_multipliers(model, dl, w1, local_forces(contacts, kin0.fm, w2, reference))
+    nu1, nu2 = adjoint_multipliers(model, dl, w1, dynamics.local_forces(contacts, kin0.fm, w2, reference))
     zero, weightless = ca.DM.zeros(model.nv), derivatives.weightless(model)
     f_ext = derivatives.contact_forces(model, contacts, P_c)
     w = v_plus + restitution * v  # J w + mu P = 0

@@ -15,6 +15,7 @@ import numpy as np
 from ...model import per_model
 from ...spatial import spd_solve, symmetric
 from ..configuration import integrate, neutral
+from .memo import shared
 from .tree import motion_subspaces, placements
 
 
@@ -28,6 +29,7 @@ class Articulated(NamedTuple):
     Ia: list
 
 
+@shared
 def articulated_inertias(model, liMi, S, solve=spd_solve):
     """I^A_i, U_i, D_i, U_i D_i^-1 and I^a_i for every body; ``solve(D, B)`` = D^-1 B."""
     n = model.njoints

@@ -60,6 +60,8 @@ def sandwich(model, f, P, low_rank=None):
     if not model.nv:  # no joints: casadi cannot assemble the empty rows
         return ca.DM(0, 0)
     GP = g_times(model, f, P)
+    if low_rank is None:  # one sparse product: casadi's sums run over exactly those ancestors
+        return symmetric(ca.mtimes(GP, g_matrix(model, f).T))
     gp, p = GP.sparsity(), P.sparsity()
     G = [{i: 1, **{k: f.G[i, k] for k in ancestors(model, i)}} for i in range(model.nv)]  # rows of G
     upper, paid = [], set()  # the rows of P that rows before used
@@ -67,13 +69,10 @@ def sandwich(model, f, P, low_rank=None):
         js = range(i, model.nv)
         through_p = [[l for l in G[j] if gp.has_nz(i, l)] for j in js]
         common = [[k for k in G[i] if k in G[j]] for j in js]
-        if low_rank is not None:
-            r = low_rank[0].shape[1]
-            nnz = {k: p.colind()[k + 1] - p.colind()[k] for k in G[i]}
-            cost_p = (
-                sum(nnz.values()) + sum(map(len, through_p)) + r * sum(nnz[k] - 1 for k in G[i] if k not in paid) // 2
-            )
-        if low_rank is None or cost_p <= sum(len(ks) + r for ks in common):
+        r = low_rank[0].shape[1]
+        nnz = {k: p.colind()[k + 1] - p.colind()[k] for k in G[i]}
+        cost_p = sum(nnz.values()) + sum(map(len, through_p)) + r * sum(nnz[k] - 1 for k in G[i] if k not in paid) // 2
+        if cost_p <= sum(len(ks) + r for ks in common):
             row = [sum((GP[i, l] * G[j][l] for l in ls), 0) for j, ls in zip(js, through_p)]
             paid.update(G[i])
         else:
@@ -84,14 +83,22 @@ def sandwich(model, f, P, low_rank=None):
     return symmetric(ca.blockcat(upper))
 
 
+def g_matrix(model, f):
+    """G as a sparse casadi matrix: ones on the diagonal, G[i, k] for k an ancestor of i."""
+    entries = [(i, i, 1) for i in range(model.nv)] + [(i, k, g) for (i, k), g in f.G.items()]
+    entries.sort(key=lambda e: (e[1], e[0]))
+    rows, cols, values = zip(*entries)
+    values = ca.vertcat(*values)  # numbers, SX or MX: its nonzeros in column-major order
+    return type(values)(ca.Sparsity.triplet(model.nv, model.nv, list(rows), list(cols)), values)
+
+
 def g_times(model, f, B):
-    """G B = L^-1 B for an nv x m matrix B: row i sums over the ancestors of i through the explicit
-    G, so that the rows where B is structurally zero (the dofs off the branches that a column moves)
-    cost nothing, where a forward substitution would fill them in first."""
+    """G B = L^-1 B for an nv x m matrix B: one sparse product, row i summing over the ancestors of i
+    through the explicit G, so that the rows where B is structurally zero (the dofs off the branches
+    that a column moves) cost nothing, where a forward substitution would fill them in first."""
     if not model.nv:
         return B
-    rows = [B[i, :] for i in range(model.nv)]
-    return ca.vertcat(*[rows[i] + sum((f.G[i, k] * rows[k] for k in ancestors(model, i)), 0) for i in range(model.nv)])
+    return ca.mtimes(g_matrix(model, f), B)
 
 
 def lt_solve(model, f, B):

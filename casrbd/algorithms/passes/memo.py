@@ -2,10 +2,13 @@
 
 A build of ``casrbd.function(model, "aba", jacobian="analytical")`` writes aba, its Jacobian, its
 adjoint and the adjoint's Jacobian over the same input symbols and the same nominal output ``a``;
-each asks for IDSVA's sweep, the second-order kinematics, the tree's placements and the LTDL factors
-of M at the same arguments. Inside ``sharing()`` a function decorated with ``shared`` computes such a
-pass once per set of argument objects (by identity: casadi expressions have no value equality) and
-hands the same expressions to every later caller; outside it, every call computes."""
+each asks for IDSVA's sweep and composites, the second-order kinematics, the tree's placements, the
+articulated inertias and the LTDL factors of M at the same arguments (a contact set's Functions: the
+solution at the nominal outputs and its first-order derivatives). ``functions.py`` then runs one
+common-subexpression pass over all their outputs, which hashes each shared node once. Inside
+``sharing()`` a function decorated with ``shared`` computes such a pass once per set of argument
+objects (by identity: casadi expressions have no value equality) and hands the same expressions to
+every later caller; outside it, every call computes."""
 
 import contextlib
 import functools

@@ -94,12 +94,7 @@ def kinematics(model, q, v, a, f_ext=None):
         u[k] = cross_sets(vp[k], fw.S[k])
         alpha[k] = cross_sets(ap[k], fw.S[k]) + motion_cross(vp[k], u[k])
         nu[k] = cross_sets(fw.v[k] + vp[k], fw.S[k])
-    # --- composites of the subtrees, leaves to root
-    IC, BC2, FC = list(fw.I), list(fw.BC2), list(fw.f)
-    for i in reversed(range(n)):
-        p = model.parents[i]
-        if p >= 0:
-            IC[p], BC2[p], FC[p] = IC[p] + IC[i], BC2[p] + BC2[i], FC[p] + FC[i]
+    IC, BC2, FC = idsva.composites(model, fw)  # IDSVA's, shared
     return Kinematics(fw, vp, ap, IC, BC2, FC, u, alpha, nu)
 
 

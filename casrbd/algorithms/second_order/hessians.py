@@ -11,6 +11,8 @@ a_x = (da/dq, da/dv, da/dtau, da/df) = -M^-1 (dtau/dq, dtau/dv, -1, dtau/df) and
 a-q block of Hess(mu^T rnea). With Y = M^-1 d(M mu)/dq (one sparse LTDL solve, ``ltdl.py``):
   qq: H_qq(mu) - Y^T dtau_dq - dtau_dq^T Y,  qv: H_qv(mu) - Y^T dtau_dv,  vv: H_vv(mu),
   q-tau: Y^T,  qf: H_qf(mu) - Y^T dtau_df;  the tau-tau, tau-v, v-f, tau-f, f-f blocks vanish.
+Next to the first-order blocks a_x (casadi's Jacobian of the adjoint has them), the products go
+through them: Y^T dtau_du = -X^T da_du with the sparse X = d(M mu)/dq (M symmetric).
 
 Tangent space: the Hessian is that of phi(q (+) delta) at delta = 0. The Jacobian of the
 tangent gradient along q (+) delta' (``D``, what casadi's derivative cache composes with the map
@@ -136,15 +138,16 @@ def aba_adjoint(model, q, v, tau, lam, f_ext=None, a=None):
 
 class AbaPoint(NamedTuple):
     """What the forward-dynamics blocks share: IDSVA's (dtau_dq, dtau_dv, M) at a = aba(...), the LTDL
-    factors of M, the gradient g_q and the blocks of mu^T rnea's adjoint Jacobian, Y, Zq = Y^T dtau_dq,
-    dtau_dv, dtau_df."""
+    factors of M, the kinematics, mu and its composites, the blocks of mu^T rnea's adjoint Jacobian,
+    Y, dtau_dv, dtau_df."""
 
     id_derivatives: tuple
     factors: ltdl.Factors
-    g_q: object
+    kin: object
+    mu: object
+    mult: object
     B: dict
     Y: object
-    Zq: object
     dtau_dv: object
     dtau_df: object
 
@@ -152,7 +155,7 @@ class AbaPoint(NamedTuple):
 def aba_point(model, q, v, tau, lam, f_ext=None, a=None):
     a = aba(model, q, v, tau, f_ext) if a is None else a
     id_derivatives = idsva.idsva(model, q, v, a, f_ext)
-    dtau_dq, dtau_dv, M = id_derivatives
+    _, dtau_dv, M = id_derivatives
     factors = ltdl.factorize(model, M)
     mu = -ltdl.solve(model, factors, ca.reshape(lam, model.nv, 1))
     kin = adjoint.kinematics(model, q, v, a, f_ext)
@@ -160,8 +163,7 @@ def aba_point(model, q, v, tau, lam, f_ext=None, a=None):
     B = adjoint.adjoint_jacobian_blocks(model, kin, mult, f_ext)
     Y = ltdl.solve(model, factors, B["a", "q"])  # M^-1 d(M mu)/dq
     dtau_df = None if f_ext is None else adjoint.force_jacobian(model, kin)
-    g_q = adjoint.gradient(model, kin, mult, mu)[0]
-    return AbaPoint(id_derivatives, factors, g_q, B, Y, ca.mtimes(Y.T, dtau_dq), dtau_dv, dtau_df)
+    return AbaPoint(id_derivatives, factors, kin, mu, mult, B, Y, dtau_dv, dtau_df)
 
 
 def aba_adjoint_jacobian(model, q, v, tau, lam, f_ext=None, a=None):
@@ -169,11 +171,12 @@ def aba_adjoint_jacobian(model, q, v, tau, lam, f_ext=None, a=None):
     for "a"; the lam blocks are the first-order Jacobian transposed (da_dq^T, da_dv^T, M^-1, da_df^T).
     ``a``: aba(q, v, tau, f_ext) where the caller has it."""
     pt = aba_point(model, q, v, tau, lam, f_ext, a)
-    B, Y = pt.B, pt.Y
-    qv = B["q", "v"] - ca.mtimes(Y.T, pt.dtau_dv)
+    B, Y, Xt = pt.B, pt.Y, pt.B["a", "q"].T
     da_dq, da_dv, Minv = minv_times(model, q, pt.id_derivatives, "ltdl")
+    Zq = -ca.mtimes(Xt, da_dq)  # Y^T dtau_dq
+    qv = B["q", "v"] + ca.mtimes(Xt, da_dv)
     blocks = {
-        ("q", "q"): B["q", "q"] - pt.Zq - pt.Zq.T,
+        ("q", "q"): B["q", "q"] - Zq - Zq.T,
         ("q", "v"): qv,
         ("v", "q"): qv.T,
         ("v", "v"): B["v", "v"],
@@ -184,9 +187,9 @@ def aba_adjoint_jacobian(model, q, v, tau, lam, f_ext=None, a=None):
         ("tau", "lam"): Minv,
     }
     if f_ext is not None:
-        qf = B["q", "f_ext"] - ca.mtimes(Y.T, pt.dtau_df)
-        blocks.update({("q", "f_ext"): qf, ("f_ext", "q"): qf.T})
-        blocks["f_ext", "lam"] = -ltdl.solve(model, pt.factors, pt.dtau_df).T
+        da_df = -ltdl.solve(model, pt.factors, pt.dtau_df)
+        qf = B["q", "f_ext"] + ca.mtimes(Xt, da_df)
+        blocks.update({("q", "f_ext"): qf, ("f_ext", "q"): qf.T, ("f_ext", "lam"): da_df.T})
     return blocks
 
 
@@ -195,7 +198,9 @@ def aba_hessian(model, q, v, tau, lam, f_ext=None):
     H_qf is nv x 6 njoints (f_ext vectorised column by column), nv x 0 without f_ext."""
     pt = aba_point(model, q, v, tau, lam, f_ext)
     B, Y = pt.B, pt.Y
-    H_qq = symmetric(B["q", "q"] - chart_term(model, pt.g_q) - pt.Zq - pt.Zq.T)
+    g_q = adjoint.gradient(model, pt.kin, pt.mult, pt.mu)[0]
+    Zq = ca.mtimes(Y.T, pt.id_derivatives[0])
+    H_qq = symmetric(B["q", "q"] - chart_term(model, g_q) - Zq - Zq.T)
     H_qv = B["q", "v"] - ca.mtimes(Y.T, pt.dtau_dv)
     H_qf = _no_forces(model, f_ext)
     if H_qf is None:
