@@ -39,8 +39,8 @@ KD = 30.0
 
 
 def wrench_cone(mu=MU, X=SOLE[0], Y=SOLE[1]):
-    """Rows A of A [f; tau] <= 0 (but -f_z <= 0 as row 4 >= 0): the contact wrench cone of a
-    2X x 2Y sole (Caron, Pham, Nakamura, ICRA 2015): friction, centre of pressure, yaw torque."""
+    """A of the contact wrench cone CONE_LB <= A [f; tau] <= CONE_UB (A w <= 0 but row 4, f_z >= 0) of a
+    2X x 2Y sole, w about its centre (Caron, Pham, Nakamura, ICRA 2015): friction, centre of pressure, yaw."""
     rows = [[1, 0, -mu, 0, 0, 0], [-1, 0, -mu, 0, 0, 0], [0, 1, -mu, 0, 0, 0], [0, -1, -mu, 0, 0, 0]]
     rows += [[0, 0, 1, 0, 0, 0], [0, 0, -Y, 1, 0, 0], [0, 0, -Y, -1, 0, 0], [0, 0, -X, 0, 1, 0], [0, 0, -X, 0, -1, 0]]
     for s in (-1, 1):  # tau_z above its lower (s = -1) and below its upper bound (s = 1)
@@ -121,6 +121,14 @@ def kinematics(model, q_ref):
     return ca.Function("kinematics", [q], [*out, casrbd.function(model, "difference")(np.array(q_ref), q)])
 
 
+def jacobian_only(f):
+    """f called through a Function with jac_penalty 0: casadi takes f's analytical Jacobian for any
+    number of forward directions (f's own 0.5 sends chunks of fewer than half its inputs, the 45 of
+    the 109 of a stage Jacobian, to AD of its graph: 1.8 million lines of C for two soles)."""
+    args = f.mx_in()
+    return ca.Function(f.name() + "_jac", args, f.call(args), f.name_in(), f.name_out(), {"jac_penalty": 0})
+
+
 @functools.cache
 def dynamics(model, feet, dt):
     """(x, u) -> (x_next, the soles' wrenches or impulses): semi-implicit Euler over the contact
@@ -129,13 +137,13 @@ def dynamics(model, feet, dt):
     x, u = ca.MX.sym("x", nq + nv), ca.MX.sym("u", nv - 6 if dt else 0)
     q, v, contacts = x[:nq], x[nq:], {"contacts": [(f, "6d") for f in feet], "reference": "local_world_aligned"}
     name = "_".join(["impulse" if dt == 0 else "step", *(f[0] for f in feet)])
-    # Gauss-Newton stages use the analytical Jacobians only: no second-order adjoint to build
-    first = {"jacobian": "analytical", "second_order": "ad"}
+    first = {"jacobian": "analytical", "second_order": "ad"}  # Gauss-Newton stages: Jacobians only
     if dt == 0:
-        v_next, lam = casrbd.function(model, "impulse_dynamics", **first, damping=1e-12, **contacts)(q, v)
+        impulse = casrbd.function(model, "impulse_dynamics", **first, damping=1e-12, **contacts)
+        v_next, lam = jacobian_only(impulse)(q, v)
         return ca.Function(name, [x, u], [ca.vertcat(q, v_next), lam], ["x", "u"], ["x_next", "lam"])
     cd = casrbd.function(model, "constraint_dynamics", **first, kd=KD, **contacts)
-    a, lam = cd(q, v, ca.vertcat(ca.MX.zeros(6), u))
+    a, lam = jacobian_only(cd)(q, v, ca.vertcat(ca.MX.zeros(6), u))
     v_next = v + a * dt
     x_next = ca.vertcat(casrbd.function(model, "integrate")(q, v_next * dt), v_next)
     return ca.Function(name, [x, u], [x_next, lam], ["x", "u"], ["x_next", "lam"])

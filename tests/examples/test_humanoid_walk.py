@@ -55,12 +55,13 @@ def pinocchio_step(pin, o, feet, dt, x, u, kd):
 
 
 def test_steps_match_pinocchio(walk, pin):
-    """A double-support step and a touchdown of the example, from a state off the guess, against Pinocchio."""
+    """A single-support step and a touchdown of the example, from a state off the guess, against Pinocchio
+    (the slow test checks every knot type of a solution)."""
     mod, model, x0, o = walk
     rng = np.random.default_rng(3)
     x = x0 + np.r_[np.zeros(model.nq), 0.3 * rng.standard_normal(model.nv)]
     u = 20 * rng.standard_normal(model.nv - 6)
-    for feet, dt in ((mod.FEET, 0.03), (mod.FEET[:1], 0.0)):
+    for feet, dt in ((mod.FEET[1:], 0.03), (mod.FEET[:1], 0.0)):
         x_next = mod.dynamics(model, feet, dt)(x, u if dt else np.zeros(0))[0].full().ravel()
         np.testing.assert_allclose(x_next, pinocchio_step(pin, o, feet, dt, x, u, mod.KD), atol=1e-8)
 
