@@ -87,6 +87,8 @@ def main():
         f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, "
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
         f"talos_reduced (nq 39, nv 38, 32 torques), {problem.T} knots, dt {SIZES[2]} s\n",
+        "`OMP_NUM_THREADS=1 PYTHONPATH=$PWD python -m benchmarks.humanoid` (crocoddyl's venv); build: wall clock "
+        "from a fresh model to the solver (cold: with gcc -O1 into an empty cache), solve: CPU time.\n",
         f"Same problem as Crocoddyl's: cost at every knot to {max(c[0] for c in checks):.0e} (relative), "
         f"next state to {max(c[1] for c in checks):.0e}, on its guess and on FDDP's solution.\n",
         "| solver (one thread) | iterations | CPU of the solve [s] | cost (Crocoddyl's calc) | / FDDP's - 1 "
