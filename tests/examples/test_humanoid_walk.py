@@ -85,11 +85,13 @@ def test_wrench_cone_holds_the_corner_forces(walk):
 
 @pytest.mark.slow
 def test_short_walk_is_solved_and_physical(walk, pin):
-    """Two short steps (8 cm, 4 knots each): IPOPT succeeds, every step of the solution is Pinocchio's, the
-    stance soles stay put and the swing sole lands where it was asked to."""
+    """Two short steps (8 cm, 4 knots each): IPOPT and fatrop reach the same optimum, every step of the
+    solution is Pinocchio's, the stance soles stay put and the swing sole lands where it was asked to."""
     mod, model, x0, o = walk
-    r = mod.solve(length=0.08, height=0.02, step_knots=4, support_knots=2)
-    assert r["stats"]["success"]
+    sizes = {"length": 0.08, "height": 0.02, "step_knots": 4, "support_knots": 2}
+    r, other = mod.solve("ipopt", **sizes), mod.solve("fatrop", **sizes)
+    assert r["stats"]["success"] and other["stats"]["success"]
+    assert abs(other["stats"]["cost"] - r["stats"]["cost"]) <= 1e-7 * r["stats"]["cost"]
     xs, nq = r["xs"], model.nq
     for k, (knot, u) in enumerate(zip(r["knots"], r["us"])):
         np.testing.assert_allclose(xs[k + 1], pinocchio_step(pin, o, knot.feet, knot.dt, xs[k], u, mod.KD), atol=1e-6)
