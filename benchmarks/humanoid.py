@@ -1,0 +1,117 @@
+"""Talos' two-step walk (examples/humanoid_walk.py): building, compiling and solving it, and Crocoddyl's FDDP
+on the same problem.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD nice -n 10 /work/venv-croc/bin/python -m benchmarks.humanoid
+
+Crocoddyl (the ``crocoddyl`` extra: crocoddyl 3.2.1 with pin 4.0.0) builds its own problem,
+``SimpleBipedGaitProblem(talos).createWalkingProblem(x0, 0.6, 0.1, 0.03, 15, 4)`` on
+example-robot-data's talos (talos_reduced.urdf with the SRDF's rotor inertias) from the half-sitting
+state; the casadi one is checked first to give the same cost and next state at every knot, on the
+initial guess and on FDDP's solution. Per casadi variant (IPOPT, the Gauss-Newton stage Hessian):
+the build (the stage Functions, the NLP and the solver; for compiled stages with an empty library
+cache, the cold build with gcc -O1, then again from the cache: a warm build), the CPU time of the
+solve (``time.process_time``), iterations, the cost by Crocoddyl's ``problem.calc`` and the largest
+dynamics defect. Every build starts from a fresh model (no Function memoised in the process).
+Writes benchmarks/results/humanoid.md.
+"""
+
+import os
+import tempfile
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import crocoddyl  # noqa: E402
+import example_robot_data  # noqa: E402
+import numpy as np  # noqa: E402
+from crocoddyl.utils.biped import SimpleBipedGaitProblem  # noqa: E402
+
+from benchmarks.crocoddyl import check_same_problem, defect, knot_costs, run_fddp  # noqa: E402
+from benchmarks.ocp import load  # noqa: E402
+
+RESULTS = __import__("pathlib").Path(__file__).resolve().parent / "results"
+SIZES = (0.6, 0.1, 0.03, 15, 4)  # step length, step height, dt, step knots, support knots
+
+
+def crocoddyl_problem():
+    robot = example_robot_data.load("talos")
+    x0 = np.r_[robot.model.referenceConfigurations["half_sitting"], np.zeros(robot.model.nv)]
+    problem = SimpleBipedGaitProblem(robot.model, "right_sole_link", "left_sole_link").createWalkingProblem(x0, *SIZES)
+    problem.nthreads = 1
+    return problem, x0
+
+
+def run_casadi(mod, compiled):
+    """Build (timed: wall clock, gcc runs as a child process) and solve (CPU time) the walk."""
+    start = time.perf_counter()
+    model, x0 = mod.load_talos()
+    knots = mod.walk(model, x0, *SIZES)
+    st, stages = mod.transcribe(model, knots, x0, "talos_walk" if compiled else None)
+    st.solver("ipopt", mod.ocp.solver_options(solver="ipopt", tol=1e-7, max_iter=300))
+    build = time.perf_counter() - start
+    start = time.process_time()
+    stats = mod.ocp.solve(st.opti)
+    cpu = time.process_time() - start
+    value = st.opti.debug.value
+    return {
+        "solver": "casadi ipopt, Gauss-Newton stages, " + ("compiled" if compiled else "VM"),
+        "iterations": stats["iterations"],
+        "cpu": cpu,
+        "build": build,
+        "xs": np.array([np.ravel(value(x)) for x in st.x]),
+        "us": [np.ravel(value(u)) if u.numel() else np.zeros(0) for u in st.u],
+        "stages": stages,
+        "success": stats["success"],
+    }
+
+
+def main():
+    mod = load("humanoid_walk")
+    problem, x0 = crocoddyl_problem()
+    np.testing.assert_array_equal(x0, mod.load_talos()[1])
+    print(f"talos walk: {problem.T} knots", flush=True)
+    reference = run_fddp(problem, x0)
+    vm = run_casadi(mod, compiled=False)
+    guess = ([x0] * (problem.T + 1), problem.quasiStatic([x0] * problem.T))
+    checks = [
+        check_same_problem(problem, vm["stages"], *xs_us, what)
+        for xs_us, what in ((guess, "the guess"), ((reference["xs"], reference["us"]), "FDDP's solution"))
+    ]
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["CASRBD_CACHE"] = cache
+        cold = run_casadi(mod, compiled=True)
+        warm = run_casadi(mod, compiled=True)
+    cold["solver"] += " (cold build: gcc)"
+    warm["solver"] += " (warm build: cached library)"
+    lines = [
+        f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, "
+        f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
+        f"talos_reduced (nq 39, nv 38, 32 torques), {problem.T} knots, dt {SIZES[2]} s\n",
+        "`OMP_NUM_THREADS=1 PYTHONPATH=$PWD python -m benchmarks.humanoid` (crocoddyl's venv); build: wall clock "
+        "from a fresh model to the solver (cold: with gcc -O1 into an empty cache), solve: CPU time.\n",
+        f"Same problem as Crocoddyl's: cost at every knot to {max(c[0] for c in checks):.0e} (relative), "
+        f"next state to {max(c[1] for c in checks):.0e}, on its guess and on FDDP's solution.\n",
+        "| solver (one thread) | iterations | CPU of the solve [s] | cost (Crocoddyl's calc) | / FDDP's - 1 "
+        "| defect | build [s] |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    ref_cost = knot_costs(problem, reference["xs"], reference["us"])[0].sum()
+    for r in (reference, vm, cold, warm):
+        cost = knot_costs(problem, r["xs"], r["us"])[0].sum()
+        build = "-" if r["build"] is None else f"{r['build']:.1f}"
+        lines.append(
+            f"| {r['solver']} | {r['iterations']} | {r['cpu']:.2f} | {cost:.10g} | {cost / ref_cost - 1:+.0e} "
+            f"| {defect(problem, r['xs'], r['us']):.1e} | {build} |"
+        )
+    lines.append(
+        f"\nThe C compile (code generation and gcc -O1: the cold build less the warm one) took "
+        f"{cold['build'] - warm['build']:.0f} s; the warm build is the stage Functions' graphs, their "
+        "serialization (the library cache's key) and loading the library."
+    )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    (RESULTS / "humanoid.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
