@@ -98,18 +98,6 @@ def walk(model, x0, length=0.6, height=0.1, dt=0.03, step_knots=15, support_knot
     return rest + right + rest + footstep(com, p[FEET[1]], FEET[1], length, height, dt, step_knots)
 
 
-def quasi_static(model, q, feet):
-    """The least-norm (u, wrenches) with g(q) = [0; u] + J^T wrenches (the soles' 6-D Jacobians)."""
-    J = [casrbd.frame_jacobian(model, q, f, "local_world_aligned") for f in feet]
-    B = np.hstack([np.vstack([np.zeros((6, model.nv - 6)), np.eye(model.nv - 6)])] + [j.T for j in J])
-    return np.linalg.lstsq(B, casrbd.generalized_gravity(model, q), rcond=None)[0][: model.nv - 6]
-
-
-def barrier(r, lb, ub):
-    """Crocoddyl's quadratic barrier: half the squared distance of r to the box [lb, ub]."""
-    return 0.5 * ca.sumsqr(r - ca.fmin(ca.fmax(r, lb), ub))
-
-
 @functools.cache
 def kinematics(model, q_ref):
     """q -> (CoM, each sole's rotation (by columns) and position, q_ref (-) q), one SX graph."""
@@ -119,14 +107,6 @@ def kinematics(model, q_ref):
         oMf = casrbd.function(model, "frame_placement", frame=f)(q)
         out += [ca.vec(oMf[:3, :3]), oMf[:3, 3]]
     return ca.Function("kinematics", [q], [*out, casrbd.function(model, "difference")(np.array(q_ref), q)])
-
-
-def jacobian_only(f):
-    """f called through a Function with jac_penalty 0: casadi takes f's analytical Jacobian for any
-    number of forward directions (f's own 0.5 sends chunks of fewer than half its inputs, the 45 of
-    the 109 of a stage Jacobian, to AD of its graph: 1.8 million lines of C for two soles)."""
-    args = f.mx_in()
-    return ca.Function(f.name() + "_jac", args, f.call(args), f.name_in(), f.name_out(), {"jac_penalty": 0})
 
 
 @functools.cache
@@ -140,10 +120,10 @@ def dynamics(model, feet, dt):
     first = {"jacobian": "analytical", "second_order": "ad"}  # Gauss-Newton stages: Jacobians only
     if dt == 0:
         impulse = casrbd.function(model, "impulse_dynamics", **first, damping=1e-12, **contacts)
-        v_next, lam = jacobian_only(impulse)(q, v)
+        v_next, lam = impulse(q, v)
         return ca.Function(name, [x, u], [ca.vertcat(q, v_next), lam], ["x", "u"], ["x_next", "lam"])
     cd = casrbd.function(model, "constraint_dynamics", **first, kd=KD, **contacts)
-    a, lam = jacobian_only(cd)(q, v, ca.vertcat(ca.MX.zeros(6), u))
+    a, lam = cd(q, v, ca.vertcat(ca.MX.zeros(6), u))
     v_next = v + a * dt
     x_next = ca.vertcat(casrbd.function(model, "integrate")(q, v_next * dt), v_next)
     return ca.Function(name, [x, u], [x_next, lam], ["x", "u"], ["x_next", "lam"])
@@ -165,7 +145,7 @@ def stage_function(model, q_ref, feet, kind, dt):
     w = [1.0] * 6 + [0.1] * nu if dt == 0 else [0.0] * 3 + [500.0] * 3 + [0.01] * nu
     cost += 10 * 0.5 * ca.sumsqr(ca.DM(w + [10.0] * nv) * ca.vertcat(dq, v))
     for i in range(nf):
-        cost += 10 * barrier(ca.mtimes(CONE, lam[6 * i : 6 * i + 6]), CONE_LB, CONE_UB)
+        cost += 10 * common.barrier(ca.mtimes(CONE, lam[6 * i : 6 * i + 6]), CONE_LB, CONE_UB)
     if kind == "running":
         cost = dt * (cost + 0.1 * 0.5 * ca.sumsqr(u))
     cost = ca.Function("cost_" + name, [x, u, p, y], [cost], ["x", "u", "p", "y"], ["cost"])
@@ -188,30 +168,17 @@ def parameters(knot):
 
 
 def transcribe(model, knots, x0, compiled=None):
-    """The knots as a stage-wise Opti problem from x0 with Crocoddyl's guess (x0 at every knot,
-    quasi-static torques); returns (Stagewise, the stage Functions with their parameters, knot by knot).
-    ``compiled``: a library name, to call the stage Functions as C (``ocp.compile_stages``)."""
-    kinds = ["terminal" if n == len(knots) - 1 else "running" if k.dt else "impulse" for n, k in enumerate(knots)]
-    keys = [(knot.feet, kind, knot.dt) for knot, kind in zip(knots, kinds)]
+    """The knots as a stage-wise Opti problem from x0 with Crocoddyl's guess (``common.transcribe_knots``);
+    returns (Stagewise, the stage Functions with their parameters, knot by knot)."""
     q_ref = tuple(x0[: model.nq])
-    functions = {key: stage_function(model, q_ref, *key) for key in dict.fromkeys(keys)}
-    if compiled:
-        functions = dict(zip(functions, ocp.compile_stages(list(functions.values()), compiled)))
-    stages = [(functions[key], parameters(knot)) for key, knot in zip(keys, knots)]
-    st = ocp.Stagewise()
-    opti, x, cost = st.opti, st.state(len(x0)), 0
-    st.subject_to(x == x0)
-    opti.set_initial(x, x0)
-    for (f, p), knot in zip(stages[:-1], knots):
-        u = st.control(f.numel_in(1))
-        if f.numel_in(1):
-            opti.set_initial(u, quasi_static(model, x0[: model.nq], knot.feet))
-        c, x_next = f(x, u, p)
-        cost, x = cost + c, st.step(x_next)
-        opti.set_initial(x, x0)
-    f, p = stages[-1]
-    opti.minimize(cost + f(x, ca.MX(0, 1), p)[0])
-    return st, stages
+    return common.transcribe_knots(
+        knots,
+        x0,
+        lambda feet, kind, dt: stage_function(model, q_ref, feet, kind, dt),
+        parameters,
+        lambda knot: common.quasi_static(model, x0[: model.nq], knot.feet, rows=6),
+        compiled,
+    )
 
 
 def solve(solver="ipopt", compiled=False, verbose=False, **sizes):
@@ -220,11 +187,7 @@ def solve(solver="ipopt", compiled=False, verbose=False, **sizes):
     model, x0 = load_talos()
     knots = walk(model, x0, **sizes)
     st, stages = transcribe(model, knots, x0, "talos_walk" if compiled else None)
-    st.solver(solver, ocp.solver_options(solver=solver, verbose=verbose))
-    stats = ocp.solve(st.opti)
-    value = st.opti.debug.value
-    xs = np.array([value(x) for x in st.x])
-    us = [np.atleast_1d(value(u)) if u.numel() else np.zeros(0) for u in st.u]
+    xs, us, stats = common.solve_knots(st, solver, verbose)
     return {"model": model, "knots": knots, "xs": xs, "us": us, "stages": stages, "stats": stats}
 
 
@@ -238,11 +201,8 @@ def main(argv=None):
     result = solve(args.solver, args.compiled, args.verbose)
     modes = args.solver + (", compiled stages" if args.compiled else "")
     print(f"talos walk ({modes}): {ocp.format_stats(result['stats'])}")
-    if args.html:  # an impulse knot takes no time: the state after it is shown
-        xs, nq = result["xs"], result["model"].nq
-        t = np.concatenate([[0.0], np.cumsum([k.dt for k in result["knots"][: len(xs) - 1]])])
-        keep = np.r_[np.diff(t) > 0, True]
-        common.write_html(args.html, result["model"], t[keep], xs[keep, :nq], "talos_reduced")
+    if args.html:
+        common.write_knots_html(args.html, result["model"], result["knots"], result["xs"], "talos_reduced")
     return 0 if result["stats"]["success"] else 1
 
 

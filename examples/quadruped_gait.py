@@ -84,18 +84,6 @@ def jump(model, q0, height=0.15, span=(0.0, 0.3, 0.0), dt=1e-2, ground=10, flyin
     return [Knot(FEET, dt)] * ground + up + [Knot((), dt)] * flying + [landing] + landed
 
 
-def quasi_static(model, q, feet):
-    """Crocoddyl's quasiStatic: the least-norm (u, lambda) with g(q) = [0; u] + J^T lambda (feet's point Jacobians)."""
-    J = [casrbd.frame_jacobian(model, q, f, "local_world_aligned")[:3] for f in feet]
-    B = np.hstack([np.vstack([np.zeros((6, model.nv - 6)), np.eye(model.nv - 6)])] + [j.T for j in J])
-    return np.linalg.lstsq(B, casrbd.generalized_gravity(model, q), rcond=None)[0][: model.nv - 6]
-
-
-def barrier(r, lb, ub):
-    """Crocoddyl's quadratic barrier: 0.5 |r - ub|^2 above ub, 0.5 |r - lb|^2 below lb."""
-    return 0.5 * (ca.sumsqr(ca.fmax(r - ub, 0)) + ca.sumsqr(ca.fmin(r - lb, 0)))
-
-
 @functools.cache
 def kinematics(model):
     """q -> (CoM, the feet's positions, q (-) STANDING), one SX graph (its Jacobian by AD is compact)."""
@@ -148,11 +136,11 @@ def stage_function(model, feet, kind, dt, hessian="exact"):
     else:
         w = [0.0] * 3 + [500.0] * 3 + [0.01] * nu + [10.0] * 6 + [1.0] * nu
         bound = np.r_[model.upper[7:], [V_MAX] * nu]
-        cost += 1e3 * barrier(ca.vertcat(q[7:], v[6:]), -bound, bound)
+        cost += 1e3 * common.barrier(ca.vertcat(q[7:], v[6:]), -bound, bound)
     cost += 10 * 0.5 * ca.sumsqr(ca.DM(w) * ca.vertcat(dq, v))
     if nf:
         cone = ca.vec(ca.mtimes(CONE, ca.reshape(lam, 3, nf)))
-        cost += 10 * barrier(cone, np.tile([-np.inf] * 4 + [0], nf), np.tile([0.0] * 4 + [np.inf], nf))
+        cost += 10 * common.barrier(cone, np.tile([-np.inf] * 4 + [0], nf), np.tile([0.0] * 4 + [np.inf], nf))
     if kind == "running":
         cost = dt * (cost + 0.1 * 0.5 * ca.sumsqr(u))
     cost = ca.Function("cost_" + name, [x, u, p, y], [cost], ["x", "u", "p", "y"], ["cost"])
@@ -182,30 +170,16 @@ def parameters(knot):
 
 
 def transcribe(model, knots, x0, hessian="exact", compiled=None):
-    """The knots as a stage-wise Opti problem from x0 with Crocoddyl's initial guess; returns
-    (Stagewise, the stage Functions with their parameters, knot by knot). ``compiled``: a library name,
-    to call the stage Functions compiled to C with their derivatives (``ocp.compile_stages``)."""
-    kinds = ["terminal" if n == len(knots) - 1 else "running" if k.dt else "impulse" for n, k in enumerate(knots)]
-    keys = [(knot.feet, kind, knot.dt) for knot, kind in zip(knots, kinds)]
-    functions = {key: stage_function(model, *key, hessian) for key in dict.fromkeys(keys)}
-    if compiled:
-        functions = dict(zip(functions, ocp.compile_stages(list(functions.values()), compiled)))
-    stages = [(functions[key], parameters(knot)) for key, knot in zip(keys, knots)]
-    st = ocp.Stagewise()
-    opti, x, cost = st.opti, st.state(len(x0)), 0
-    st.subject_to(x == x0)
-    opti.set_initial(x, x0)
-    for (f, p), knot in zip(stages[:-1], knots):
-        u = st.control(f.numel_in(1))
-        if f.numel_in(1):
-            opti.set_initial(u, quasi_static(model, x0[: model.nq], knot.feet))
-        c, x_next = f(x, u, p)
-        cost += c
-        x = st.step(x_next)
-        opti.set_initial(x, x0)
-    f, p = stages[-1]
-    opti.minimize(cost + f(x, ca.MX(0, 1), p)[0])
-    return st, stages
+    """The knots as a stage-wise Opti problem from x0 with Crocoddyl's initial guess
+    (``common.transcribe_knots``); returns (Stagewise, the stage Functions with their parameters)."""
+    return common.transcribe_knots(
+        knots,
+        x0,
+        lambda feet, kind, dt: stage_function(model, feet, kind, dt, hessian),
+        parameters,
+        lambda knot: common.quasi_static(model, x0[: model.nq], knot.feet),
+        compiled,
+    )
 
 
 def solve(problem="trot", solver="ipopt", hessian="gauss-newton", compiled=False, verbose=False, **sizes):
@@ -220,11 +194,7 @@ def solve(problem="trot", solver="ipopt", hessian="gauss-newton", compiled=False
     knots = {"trot": trot, "jump": jump}[problem](model, STANDING, **sizes)
     x0 = np.r_[STANDING, np.zeros(model.nv)]
     st, stages = transcribe(model, knots, x0, hessian, f"solo12_{problem}" if compiled else None)
-    st.solver(solver, ocp.solver_options(solver=solver, verbose=verbose))
-    stats = ocp.solve(st.opti)
-    value = st.opti.debug.value
-    xs = np.array([value(x) for x in st.x])
-    us = [np.atleast_1d(value(u)) if u.numel() else np.zeros(0) for u in st.u]
+    xs, us, stats = common.solve_knots(st, solver, verbose)
     return {"model": model, "knots": knots, "xs": xs, "us": us, "stages": stages, "stats": stats}
 
 
@@ -240,11 +210,8 @@ def main(argv=None):
     result = solve(args.problem, args.solver, args.hessian, args.compiled, args.verbose)
     modes = f"{args.solver}, {args.hessian} Hessian" + (", compiled stages" if args.compiled else "")
     print(f"solo12 {args.problem} ({modes}): {ocp.format_stats(result['stats'])}")
-    if args.html:  # an impulse knot takes no time: the state after it is shown
-        xs, nq = result["xs"], result["model"].nq
-        t = np.concatenate([[0.0], np.cumsum([k.dt for k in result["knots"][: len(xs) - 1]])])
-        keep = np.r_[np.diff(t) > 0, True]
-        common.write_html(args.html, result["model"], t[keep], xs[keep, :nq], "solo12")
+    if args.html:
+        common.write_knots_html(args.html, result["model"], result["knots"], result["xs"], "solo12")
     return 0 if result["stats"]["success"] else 1
 
 
