@@ -138,6 +138,7 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
                 "print_header": False,
                 "print_iteration": False,
                 "print_time": False,
+                "record_time": True,
                 "tol_pr": TOL,
                 "tol_du": TOL,
                 "max_iter": MAX_ITER,

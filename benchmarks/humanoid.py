@@ -9,7 +9,7 @@ example-robot-data's talos (talos_reduced.urdf with the SRDF's rotor inertias) f
 state; the casadi one is checked first to give the same cost and next state at every knot, on the
 initial guess and on FDDP's solution. Per casadi variant (IPOPT, the Gauss-Newton stage Hessian):
 the build (the stage Functions, the NLP and the solver; for compiled stages with an empty library
-cache, the cold build with gcc -O1, then again from the cache: a warm build), the CPU time of the
+cache, the cold build with gcc at ocp.COMPILE_FLAGS, then again from the cache: a warm build), the CPU time of the
 solve (``time.process_time``), iterations, the cost by Crocoddyl's ``problem.calc`` and the largest
 dynamics defect. Every build starts from a fresh model (no Function memoised in the process).
 Writes benchmarks/results/humanoid.md.
@@ -88,7 +88,8 @@ def main():
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
         f"talos_reduced (nq 39, nv 38, 32 torques), {problem.T} knots, dt {SIZES[2]} s\n",
         "`OMP_NUM_THREADS=1 PYTHONPATH=$PWD python -m benchmarks.humanoid` (crocoddyl's venv); build: wall clock "
-        "from a fresh model to the solver (cold: with gcc -O1 into an empty cache), solve: CPU time.\n",
+        f"from a fresh model to the solver (cold: gcc {' '.join(mod.ocp.COMPILE_FLAGS)} into an empty cache), "
+        "solve: CPU time.\n",
         f"Same problem as Crocoddyl's: cost at every knot to {max(c[0] for c in checks):.0e} (relative), "
         f"next state to {max(c[1] for c in checks):.0e}, on its guess and on FDDP's solution.\n",
         "| solver (one thread) | iterations | CPU of the solve [s] | cost (Crocoddyl's calc) | / FDDP's - 1 "
@@ -104,7 +105,7 @@ def main():
             f"| {defect(problem, r['xs'], r['us']):.1e} | {build} |"
         )
     lines.append(
-        f"\nThe C compile (code generation and gcc -O1: the cold build less the warm one) took "
+        f"\nThe C compile (code generation and gcc: the cold build less the warm one) took "
         f"{cold['build'] - warm['build']:.0f} s; the warm build is the stage Functions' graphs, their "
         "serialization (the library cache's key) and loading the library."
     )
