@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import subprocess
@@ -193,7 +194,7 @@ def generate(functions, directory, name):
     return _generate(_with_derivatives(functions), directory, name)
 
 
-def _generate(functions, directory, name):
+def _generate(functions, directory, name, memo=()):
     check_names(functions, name)
     gen = ca.CodeGenerator(name + ".c", {"with_header": True})
     for f in functions:
@@ -201,7 +202,97 @@ def _generate(functions, directory, name):
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     gen.generate(str(directory) + os.sep)
-    return directory / (name + ".c"), directory / (name + ".h")
+    source = directory / (name + ".c")
+    for dependency in memo:
+        source.write_text(memoize(source.read_text(), _dependency(functions, dependency)))
+    return source, directory / (name + ".h")
+
+
+def _dependency(functions, name):
+    for f in functions:
+        with contextlib.suppress(RuntimeError):  # casadi raises where f calls no Function of that name
+            return f if f.name() == name else f.find_function(name)
+    raise ValueError(f"memo: none of {[f.name() for f in functions]} calls a Function named {name!r}")
+
+
+# per memoized Function and thread: far more slots than an optimal control problem has knots, so that few collide
+MEMO_BYTES, MEMO_SLOTS = 1 << 24, 1024
+MEMO_WRAPPER = """
+/* casrbd.codegen.memoize: {name}'s outputs kept per input, in a direct-mapped table of {slots} entries
+   (allocated per thread on first use); a hit is an input equal bit for bit to the one stored */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+static int {raw}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem);
+static _Thread_local casadi_real* {raw}_table;
+static int {fn}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem) {{
+  static const casadi_int n_in[] = {{{n_in}}}, n_out[] = {{{n_out}}};
+  casadi_real *slot, *outputs[{outputs}], x;
+  uint64_t h = 1469598103934665603u, bits;
+  casadi_int i, j, k, hit;
+  if (!{raw}_table) {raw}_table = (casadi_real*)calloc({slots} * {stride}, sizeof(casadi_real));
+  if (!{raw}_table) return {raw}(arg, res, iw, w, mem);
+  for (i = 0; i < {inputs}; ++i) {{
+    for (j = 0; j < n_in[i]; ++j) {{
+      x = arg[i] ? arg[i][j] : 0;
+      memcpy(&bits, &x, sizeof bits);
+      h = (h ^ bits) * 1099511628211u;
+    }}
+  }}
+  slot = {raw}_table + (h % {slots}) * {stride};
+  hit = slot[0] != 0;
+  for (i = 0, k = 1; i < {inputs}; ++i) {{
+    for (j = 0; j < n_in[i]; ++j, ++k) {{
+      x = arg[i] ? arg[i][j] : 0;
+      if (memcmp(slot + k, &x, sizeof x)) hit = 0;
+      slot[k] = x;
+    }}
+  }}
+  for (i = 0; i < {outputs}; ++i) {{
+    outputs[i] = slot + k;
+    k += n_out[i];
+  }}
+  if (!hit) {{
+    slot[0] = 0;
+    if ({raw}(arg, outputs, iw, w, mem)) return 1;
+    slot[0] = 1;
+  }}
+  for (i = 0; i < {outputs}; ++i) {{
+    if (res[i]) memcpy(res[i], outputs[i], n_out[i] * sizeof(casadi_real));
+  }}
+  return 0;
+}}
+"""
+
+
+def memoize(source, f):
+    """casadi's generated C ``source`` with the Function ``f``, called inside it, evaluated once per
+    distinct input: the callers share its outputs (an optimal control problem's Jacobian, gradient and
+    Hessian evaluations each call a stage's linearisation at the same knot points, in turn over the
+    knots). The table holds as many entries as fit in ``MEMO_BYTES``; a slot taken by another input is
+    recomputed. Deterministic: a hit returns the bits that the evaluation at that input returned."""
+    signature = "(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem) {"
+    comment = r"^/\* " + re.escape(f.name()) + r":\(.*\*/\n"  # casadi writes one above each Function
+    pattern = re.compile(comment + r"static int (casadi_f\d+)" + re.escape(signature), re.M)
+    found = pattern.findall(source)
+    if len(found) != 1:
+        raise ValueError(f"memo: casadi's C holds {len(found)} definitions of {f.name()!r}, expected one")
+    fn = found[0]
+    stride = 1 + f.nnz_in() + f.nnz_out()
+    wrapper = MEMO_WRAPPER.format(
+        name=f.name(),
+        fn=fn,
+        raw=fn + "_evaluate",
+        slots=max(1, min(MEMO_SLOTS, MEMO_BYTES // (8 * stride))),
+        stride=stride,
+        inputs=f.n_in(),
+        outputs=f.n_out(),
+        n_in=", ".join(str(f.nnz_in(i)) for i in range(f.n_in())),
+        n_out=", ".join(str(f.nnz_out(i)) for i in range(f.n_out())),
+    )
+    start = pattern.search(source).start()
+    body = source[start:].replace(f"static int {fn}(", f"static int {fn}_evaluate(", 1)
+    return source[:start] + wrapper.lstrip("\n") + "\n" + body
 
 
 def compile_library(compiler, source, target, flags, verbose, label):
@@ -323,7 +414,7 @@ def _discard(entry):
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _build(entry, key, everything, name, compiler, flags, verbose, label):
+def _build(entry, key, everything, name, compiler, flags, verbose, label, memo=()):
     """Generate and compile into a private directory, write the manifest, then rename the directory to
     ``entry`` in one step: no process ever sees a half-written entry. When another process finished
     the same build first, its entry is kept. Returns a thunk that runs the compiler and returns
@@ -331,7 +422,7 @@ def _build(entry, key, everything, name, compiler, flags, verbose, label):
     run side by side (``compile_libraries``)."""
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{entry.name}-"))
     try:
-        c_file, _ = _generate(everything, tmp, name)
+        c_file, _ = _generate(everything, tmp, name, memo)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -379,11 +470,13 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     return compile_libraries({name or functions[0].name(): functions}, flags, compiler, verbose)[0]
 
 
-def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=None, jobs=None):
+def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=None, jobs=None, memo=None):
     """``compile_functions`` for several libraries, ``{name: [Functions]}``: the ones not in the cache
     are generated one after the other and compiled side by side, ``jobs`` compilers at a time (default:
-    the CPUs this process may use). Returns the Libraries in the given order."""
-    flags = tuple(flags)
+    the CPUs this process may use). ``memo``: ``{name: [Function names]}``, Functions called inside a
+    library's Functions whose outputs the library keeps per input (``memoize``). Returns the Libraries in
+    the given order."""
+    flags, memo = tuple(flags), memo or {}
     compiler = find_compiler(compiler)
     plans = []
     for name, functions in libraries.items():
@@ -394,11 +487,12 @@ def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=Non
         everything = _with_derivatives(functions)
         packed = ca.StringSerializer()
         packed.pack(everything)  # the Functions they share (a stage's linearisation), written once
-        parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, _cpu(), packed.encode()]
+        kept = tuple(memo.get(name, ()))
+        parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, *kept, _cpu(), packed.encode()]
         key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
-        plans.append((cache_dir() / f"{name}-{key}", key, everything, name, [f.name() for f in functions]))
+        plans.append((cache_dir() / f"{name}-{key}", key, everything, name, [f.name() for f in functions], kept))
     found, builds = {}, {}
-    for entry, key, everything, name, names in plans:
+    for entry, key, everything, name, names, kept in plans:
         if entry.exists():
             try:
                 found[name] = _load(entry, key, everything, names, None)
@@ -410,11 +504,12 @@ def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=Non
         loud = verbose
         if loud is None:
             loud = sum(f.n_instructions() for f in everything if f.is_a("SXFunction")) > VERBOSE_INSTRUCTIONS
-        builds[name] = _build(entry, key, everything, name, compiler, flags, loud, f"{name} ({', '.join(names)})")
+        label = f"{name} ({', '.join(names)})"
+        builds[name] = _build(entry, key, everything, name, compiler, flags, loud, label, kept)
     jobs = jobs or os.cpu_count() or 1
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(builds)))) as pool:
         done = dict(zip(builds, pool.map(lambda run: run(), builds.values())))  # the compilers release the GIL
-    for entry, key, everything, name, names in plans:
+    for entry, key, everything, name, names, _ in plans:
         if name in found:
             continue
         seconds, out = done[name]

@@ -367,14 +367,29 @@ def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
     back: an NLP built from calls of them evaluates compiled code in every iteration, and casadi finds
     each derivative in the library by its name. Use Gauss-Newton stages (``gauss_newton_stage``,
     ``gauss_newton``) unless their second derivatives are small: casadi's AD of the contact dynamics
-    writes megabytes of C. Returns the loaded Functions in the given order."""
+    writes megabytes of C. The linearisation of a Gauss-Newton stage (``<stage>_linearised``) is
+    evaluated once per knot point and shared by the Jacobian, gradient and Hessian evaluations of an
+    iteration (``codegen.memoize``), as Crocoddyl's ``calcDiff`` computes a knot's derivatives once.
+    Returns the loaded Functions in the given order."""
     names = [f.name() for f in functions]
     if len(set(names)) != len(names):
         raise ValueError(f"compile_stages: the stage Functions need distinct names, got {names}")
-    libraries = codegen.compile_libraries(
-        {f"{name}_{f.name()}": stage_derivatives(f) for f in functions}, flags=flags, verbose=verbose
-    )
+    libraries = {f"{name}_{f.name()}": stage_derivatives(f) for f in functions}
+    memo = {
+        library: [f"{f.name()}_linearised"]
+        for (library, derivatives), f in zip(libraries.items(), functions)
+        if any(_calls(g, f"{f.name()}_linearised") for g in derivatives)
+    }
+    libraries = codegen.compile_libraries(libraries, flags=flags, verbose=verbose, memo=memo)
     return [lib[n] for lib, n in zip(libraries, names)]
+
+
+def _calls(f, name):
+    try:
+        f.find_function(name)
+        return True
+    except RuntimeError:
+        return False
 
 
 def solver_options(

@@ -151,3 +151,27 @@ def test_libraries_compiled_side_by_side_load_in_order_and_from_the_cache(cache)
     again = codegen.compile_libraries(asked, flags=FLAGS)
     assert [lib.compile_seconds for lib in again] == [None, None]
     assert [lib.path for lib in again] == [b.path, a.path]
+
+
+def test_memoized_dependency_answers_as_the_vm_whatever_the_order_and_collisions(monkeypatch):
+    """memo: two Functions calling one linearisation answer bit for bit as casadi's VM when called at
+    interleaved points, points revisited, and with a table of one or two slots (every other call
+    displaces another point's entry); a Function that no one calls cannot be kept."""
+    x, u = ca.SX.sym("x", 3), ca.SX.sym("u", 2)
+    y = ca.sin(x) * u[0] + ca.exp(u[1])
+    lin = ca.Function("st_linearised", [x, u], [y, ca.jacobian(y, ca.vertcat(x, u))], ["x", "u"], ["y", "J"])
+    X, U = ca.MX.sym("x", 3), ca.MX.sym("u", 2)
+    Y, J = lin(X, U)
+    callers = [ca.Function("jac_st", [X, U], [ca.mtimes(J.T, Y)]), ca.Function("hess_st", [X, U], [J * 2])]
+    callers = [ca.Function(f.name(), f.mx_in(), f.call(f.mx_in(), True, False)) for f in callers]  # lin not inlined
+    points = [(np.r_[0.1 * k, -0.2, 0.3 * k], np.r_[0.5 - k, 0.25]) for k in range(4)]
+    for slots in (1, 2, codegen.MEMO_SLOTS):
+        monkeypatch.setattr(codegen, "MEMO_SLOTS", slots)
+        (lib,) = codegen.compile_libraries({f"memo{slots}": callers}, flags=FLAGS, memo={f"memo{slots}": [lin.name()]})
+        assert lib.source.read_text().count("casrbd.codegen.memoize: st_linearised") == 1
+        for k in (0, 1, 0, 2, 3, 3, 1, 0):
+            for f in callers:
+                got, want = np.array(lib[f.name()](*points[k])), np.array(f(*points[k]))
+                assert np.array_equal(got, want), (slots, k, f.name())
+    with pytest.raises(ValueError, match="calls a Function named 'nobody'"):
+        codegen.compile_libraries({"memo_none": callers}, flags=FLAGS, memo={"memo_none": ["nobody"]})

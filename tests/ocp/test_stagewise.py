@@ -12,7 +12,7 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from casrbd import ocp
+from casrbd import codegen, ocp
 
 N, DT = 20, 0.1
 
@@ -144,6 +144,31 @@ def test_gauss_newton_stages_compiled_take_the_vm_iterates(solutions):
     np.testing.assert_allclose(x_c, x_vm, atol=1e-10)
     # the same optimum as the exact Hessian's, in more iterations (a residual that does not vanish)
     assert vm["cost"] == pytest.approx(solutions["fatrop"][0]["cost"], rel=1e-6)
+
+
+def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_iterates():
+    """compile_stages keeps a Gauss-Newton stage's linearisation per knot point (codegen.memoize): its
+    Jacobian, gradient and Hessian calls share it, and fatrop takes the iterates of the Gauss-Newton model
+    that casadi's AD gives (``gauss_newton`` of the plain inner Function)."""
+    step, residual = pendulum()
+    x, u, p, y = ca.SX.sym("x", 2), ca.SX.sym("u"), ca.SX.sym("p"), ca.SX.sym("y", 3)
+    cost = ca.Function("c", [x, u, p, y], [p * ca.sumsqr(y)])
+    X, U = ca.MX.sym("x", 2), ca.MX.sym("u")
+    inner = ca.Function("inner", [X, U], [step(X, U), residual(X, U)])
+    stage = ocp.gauss_newton_stage("pendulum_kept", cost, inner)
+    (compiled,) = ocp.compile_stages([stage], "test_stagewise_kept")
+    sources = codegen.cache_dir().glob("test_stagewise_kept_pendulum_kept-*/*.c")
+    assert any("casrbd.codegen.memoize: pendulum_kept_linearised" in s.read_text() for s in sources)
+    model = ocp.gauss_newton(inner)
+
+    def reference(x, u):
+        x_next, r = model(x, u)
+        return cost(x, u, 1.0, r), x_next
+
+    vm, x_vm, _ = swing_up("fatrop", None, None, reference)
+    c, x_c, _ = swing_up("fatrop", None, None, lambda x, u: compiled(x, u, 1.0))
+    assert vm["success"] and c["iterations"] == vm["iterations"]
+    np.testing.assert_allclose(x_c, x_vm, atol=1e-10)
 
 
 def test_stages_in_order_and_solver_choices():
