@@ -142,10 +142,11 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
                 "tol_pr": TOL,
                 "tol_du": TOL,
                 "max_iter": MAX_ITER,
+                "expand": compiled,
             },
         )
     else:
-        st.solver(solver, mod.ocp.solver_options(solver=solver, tol=TOL, max_iter=MAX_ITER))
+        st.solver(solver, mod.ocp.solver_options(solver=solver, expand=compiled, tol=TOL, max_iter=MAX_ITER))
     build = time.perf_counter() - start
     start = time.process_time()
     stats = mod.ocp.solve(st.opti)

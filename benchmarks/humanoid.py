@@ -47,7 +47,7 @@ def run_casadi(mod, compiled):
     model, x0 = mod.load_talos()
     knots = mod.walk(model, x0, *SIZES)
     st, stages = mod.transcribe(model, knots, x0, "talos_walk" if compiled else None)
-    st.solver("ipopt", mod.ocp.solver_options(solver="ipopt", tol=1e-7, max_iter=300))
+    st.solver("ipopt", mod.ocp.solver_options(solver="ipopt", expand=compiled, tol=1e-7, max_iter=300))
     build = time.perf_counter() - start
     start = time.process_time()
     stats = mod.ocp.solve(st.opti)

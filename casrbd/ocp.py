@@ -370,6 +370,9 @@ def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
     writes megabytes of C. The linearisation of a Gauss-Newton stage (``<stage>_linearised``) is
     evaluated once per knot point and shared by the Jacobian, gradient and Hessian evaluations of an
     iteration (``codegen.memoize``), as Crocoddyl's ``calcDiff`` computes a knot's derivatives once.
+    Solve an NLP of their calls with ``solver_options(expand=True)``: casadi's SX then assembles the
+    Jacobian and Hessian from the stages' blocks (its MX multiplies each block by a matrix of seed
+    directions, which costs more than the stages' own derivatives on solo12's trot).
     Returns the loaded Functions in the given order."""
     names = [f.name() for f in functions]
     if len(set(names)) != len(names):

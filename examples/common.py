@@ -241,10 +241,10 @@ def transcribe_knots(knots, x0, stage, parameters, guess, compiled=None):
     return st, stages
 
 
-def solve_knots(st, solver, verbose):
-    """Solve a ``transcribe_knots`` problem; returns the states (knots x nx), controls (empty at
-    impulses) and the solver's stats."""
-    st.solver(solver, ocp.solver_options(solver=solver, verbose=verbose))
+def solve_knots(st, solver, verbose, expand=False):
+    """Solve a ``transcribe_knots`` problem (``expand``: the NLP around compiled stages as SX); returns
+    the states (knots x nx), controls (empty at impulses) and the solver's stats."""
+    st.solver(solver, ocp.solver_options(solver=solver, verbose=verbose, expand=expand))
     stats = ocp.solve(st.opti)
     value = st.opti.debug.value
     us = [np.atleast_1d(value(u)) if u.numel() else np.zeros(0) for u in st.u]

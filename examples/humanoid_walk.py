@@ -187,7 +187,7 @@ def solve(solver="ipopt", compiled=False, verbose=False, **sizes):
     model, x0 = load_talos()
     knots = walk(model, x0, **sizes)
     st, stages = transcribe(model, knots, x0, "talos_walk" if compiled else None)
-    xs, us, stats = common.solve_knots(st, solver, verbose)
+    xs, us, stats = common.solve_knots(st, solver, verbose, expand=compiled)
     return {"model": model, "knots": knots, "xs": xs, "us": us, "stages": stages, "stats": stats}
 
 

@@ -194,7 +194,7 @@ def solve(problem="trot", solver="ipopt", hessian="gauss-newton", compiled=False
     knots = {"trot": trot, "jump": jump}[problem](model, STANDING, **sizes)
     x0 = np.r_[STANDING, np.zeros(model.nv)]
     st, stages = transcribe(model, knots, x0, hessian, f"solo12_{problem}" if compiled else None)
-    xs, us, stats = common.solve_knots(st, solver, verbose)
+    xs, us, stats = common.solve_knots(st, solver, verbose, expand=compiled)
     return {"model": model, "knots": knots, "xs": xs, "us": us, "stages": stages, "stats": stats}
 
 
