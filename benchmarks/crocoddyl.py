@@ -11,8 +11,9 @@ checked first to give the same cost and next state at every knot on the
 initial guess and on FDDP's solution. Both start from Crocoddyl's guess (the
 standing state, quasi-static torques) on one thread (``problem.nthreads = 1``).
 Reported per solver: CPU time of the solve (Crocoddyl: ``time.process_time``
-around ``solve``; casadi: the solver's own ``t_proc_total``; building, and
-creating the casadi solver, separately), iterations, the cost of the solution
+around ``solve``; casadi: the solver's own ``t_proc_total``; the fastest of up
+to three solves from the same guess; building, and creating the casadi
+solver, separately), iterations, the cost of the solution
 evaluated by Crocoddyl's ``problem.calc``, the largest dynamics defect, and
 per iteration the time in derivatives (casadi: Jacobian and Hessian
 evaluations; Crocoddyl: ``calcDiff`` over the knots), in the linear algebra
@@ -102,10 +103,13 @@ def per_call(seconds, call, minimum=0.2):
 def run_fddp(problem, x0):
     xs0 = [x0] * (problem.T + 1)
     us0 = problem.quasiStatic(xs0[:-1])
-    solver = crocoddyl.SolverFDDP(problem)
-    start = time.process_time()
-    solver.solve(xs0, us0, 100, False)
-    cpu = time.process_time() - start
+    cpu = []
+    for _ in range(REPEATS):
+        solver = crocoddyl.SolverFDDP(problem)
+        start = time.process_time()
+        solver.solve(xs0, us0, 100, False)
+        cpu.append(time.process_time() - start)
+    cpu = min(cpu)
     xs, us = np.array(solver.xs), list(solver.us)
     # per iteration: calcDiff over the knots, the backward pass (Riccati), and the rest (forward passes)
     derivatives = per_call(0, lambda: problem.calcDiff(list(xs), us))
@@ -142,7 +146,6 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
                 "tol_pr": TOL,
                 "tol_du": TOL,
                 "max_iter": MAX_ITER,
-                "expand": compiled,
             },
         )
     else:
@@ -151,9 +154,14 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
     start = time.process_time()
     stats = mod.ocp.solve(st.opti)
     raw = st.opti.stats()
-    iters = max(stats["iterations"], 1)
     # the solver's own CPU time; creating it (the NLP's sparsity patterns, done once per problem) is setup
     setup = time.process_time() - start - raw["t_proc_total"]
+    # the same solve again from the same guess while it is cheap: the fastest counts
+    for _ in range(min(REPEATS - 1, int(REPEAT_BUDGET / raw["t_proc_total"]) - 1)):
+        again = mod.ocp.solve(st.opti)
+        if st.opti.stats()["t_proc_total"] < raw["t_proc_total"]:
+            stats, raw = again, st.opti.stats()
+    iters = max(stats["iterations"], 1)
     value = st.opti.debug.value
     calls = {k: raw.get(f"n_call_nlp_{k}", 0) for k in ("jac_g", "grad_f", "hess_l", "jac_fg")}
     derivative_time = sum(raw.get(f"t_proc_nlp_{k}", 0.0) for k in calls)
@@ -199,6 +207,9 @@ def cold_and_warm_build(name):
         return [float(subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout) for _ in "cw"]
 
 
+# this machine's speed drifts by tens of percent within minutes (a shared VM): each solver's fastest of up to
+# REPEATS solves (casadi's within REPEAT_BUDGET CPU seconds) is reported
+REPEATS, REPEAT_BUDGET = 3, 10.0
 TOL, MAX_ITER = 1e-7, 300  # the solvers' tolerance (their KKT residual): the cost to 1e-10 of FDDP's
 VARIANTS = {  # name -> (solver, Hessian, compiled stages)
     "ipopt-gn-compiled": ("ipopt", "gauss-newton", True),
