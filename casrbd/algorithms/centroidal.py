@@ -8,10 +8,11 @@ Pinocchio's ``ccrba``, ``dccrba``, ``computeCentroidalMomentumTimeVariation``,
 composite inertia of the subtree of joint j times S_j, moved to c:
 X_G^* I^C_j S_j (CCRBA, Orin et al. section 3).
 
-``ccrba`` composes the composite inertias in the algorithm frames as crba
+Frames, two: ``ccrba`` composes the composite inertias in the algorithm frames as crba
 does, and the placement of every body frame seen from c (world axes) along
-the tree, which carries its force set I^C_j S_j there in one step. ``dccrba`` and the derivatives
-use IDSVA's forward pass in each tree's frame (``idsva.forward``: a
+the tree, which carries its force set I^C_j S_j there in one step; the momentum rate sums the
+local pass's forces (``passes.local``) the same way. ``dccrba`` and the derivatives
+read the world pass in each tree's frame (``idsva.forward`` on ``passes.world``: a
 free-flyer root's frame, else the world) and its composite quantities
 (Singh, Russell & Wensing, RA-L 2022): with absolute velocities expressed
 in a tree frame, d/dt (I^C S) = 2 B^C S - S x* h^C + I^C (v x S), and the

@@ -107,7 +107,7 @@ def frame_jacobian_time_variation(model, q, v, frame, reference="local"):
     require_constant_subspaces(model, "frame_jacobian_time_variation")
     w = kinematic_pass(model, q, v)
     fm = frame_motion(model, w, frame)
-    J, Jdot = local_jacobian(model, w, frame), jacobian_rate(model, w, frame, fm.fMT)
+    J, Jdot = local_jacobian(model, w, frame, fm.fMT), jacobian_rate(model, w, frame, fm.fMT)
     if reference == "local":
         return Jdot
     if reference == "world":  # d/dt oXf = oXf (v_L x)

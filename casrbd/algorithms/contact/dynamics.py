@@ -63,7 +63,7 @@ def contact_kinematics(model, q, v, a, contacts):
     """The contacts' local Jacobians, velocities and accelerations at (q, v, a), gravity excluded."""
     w = kinematic_pass(model, q, v, a)
     fm = [frame_motion(model, w, c.frame) for c in contacts]
-    J6 = [local_jacobian(model, w, c.frame) for c in contacts]
+    J6 = [local_jacobian(model, w, c.frame, m.fMT) for c, m in zip(contacts, fm)]
     return ContactKinematics(w, fm, J6, [c.select(J) for c, J in zip(contacts, J6)])
 
 

@@ -11,8 +11,10 @@ algorithm frames when a URDF's axes are coordinate axes. Glossary (tree frame, p
   v[i]     v_i                    a[i]  a_i, gravity included as a_0 = -a_g when ``gravity``
   a0[r]    a_0 = -a_g of root r in its tree frame (R^T g turns with a free-flyer base)
   I[i]     I_i, f[i]  f_i = I_i a_i + v_i x* I_i v_i - f_ext_i (the dynamics only: a and gravity)
-``composites`` sums the inertias and forces over every subtree (``tree.subtree_sums``), and
-``local_jacobian`` is the Jacobian of a frame's velocity in its own axes."""
+``composites`` sums the inertias and forces over every subtree (``tree.subtree_sums``);
+``local_jacobian`` is the Jacobian of a frame's velocity in its own axes, which the frame motion,
+the contacts and ``kinematics.frame_jacobian`` read, and ``body_jacobians`` those of the joints'
+bodies (d tau / d f_ext)."""
 
 from typing import NamedTuple
 
@@ -90,7 +92,7 @@ def world_pass(model, q, v=None, a=None, f_ext=None, gravity=True):
 
 class Composites(NamedTuple):
     I: list  # I^C_i, the inertia of the subtree of i (tree frame)
-    f: list  # f^C_i, its force (None without the dynamics)
+    f: list  # f^C_i, its force
 
 
 @shared
@@ -105,14 +107,25 @@ def frame_in_tree(model, world, frame):
     return world.oMi[f.joint] * f.placement
 
 
-def local_jacobian(model, world, frame):
-    """6 x nv Jacobian of ``frame``'s velocity in its own axes: fX S_j in the columns of its supports."""
+def local_jacobian(model, world, frame, fMT=None):
+    """6 x nv Jacobian of ``frame``'s velocity in its own axes: fX S_j in the columns of its supports.
+    ``fMT``, the tree frame in the frame's, where the caller holds it (``frame_motion``): moving S by
+    it shares the caller's inverse; without it, the frame's placement acts inversely (no inverse)."""
     joint = model.frames[frame].joint
     if joint < 0:
         return ca.DM(6, model.nv)
-    fMT = frame_in_tree(model, world, frame).inverse()
+    move = frame_in_tree(model, world, frame).inv_act_motion if fMT is None else fMT.act_motion
+    return _jacobian(model, world, joint, move)
+
+
+def body_jacobians(model, world):
+    """The local Jacobian of every joint's body, in its joint frame."""
+    return [_jacobian(model, world, i, X.inv_act_motion) for i, X in enumerate(world.oMi)]
+
+
+def _jacobian(model, world, joint, move):
+    """The Jacobian of body ``joint``'s velocity, its columns S_j moved into the frame by ``move``."""
     support = model.supports[joint]
     return ca.horzcat(
-        ca.DM(6, 0),
-        *[fMT.act_motion(world.S[j]) if j in support else ca.DM(6, jt.nv) for j, jt in enumerate(model.joints)],
+        ca.DM(6, 0), *[move(world.S[j]) if j in support else ca.DM(6, jt.nv) for j, jt in enumerate(model.joints)]
     )

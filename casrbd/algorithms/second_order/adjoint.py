@@ -49,6 +49,7 @@ from .. import idsva
 from ..idsva import Coriolis2
 from ..passes.memo import shared
 from ..passes.tree import assemble, columns, subtree_sums
+from ..passes.world import body_jacobians
 
 
 class Kinematics(NamedTuple):
@@ -252,11 +253,7 @@ def external_force_blocks(model, kin, mult):
 
 def force_jacobian(model, kin):
     """d tau / d f_ext = -[J_1^T ... J_n^T] (nv x 6 njoints), J_i the local Jacobian of body i."""
-    J, w = [], kin.fw.world
-    for i in range(model.njoints):
-        Ji = sum((columns(model, k, w.S[k]) for k in model.supports[i]), ca.DM(6, model.nv))
-        J.append(-w.oMi[i].inv_act_motion(Ji).T)
-    return ca.horzcat(*J)
+    return -ca.horzcat(*[J.T for J in body_jacobians(model, kin.fw.world)])
 
 
 def adjoint_jacobian_blocks(model, kin, mult, f_ext=None):
