@@ -8,10 +8,11 @@ Pinocchio's ``ccrba``, ``dccrba``, ``computeCentroidalMomentumTimeVariation``,
 composite inertia of the subtree of joint j times S_j, moved to c:
 X_G^* I^C_j S_j (CCRBA, Orin et al. section 3).
 
-``ccrba`` composes the composite inertias in the algorithm frames as crba
+Frames, two: ``ccrba`` composes the composite inertias in the algorithm frames as crba
 does, and the placement of every body frame seen from c (world axes) along
-the tree, which carries its force set I^C_j S_j there in one step. ``dccrba`` and the derivatives
-use IDSVA's forward pass in each tree's frame (``idsva.forward``: a
+the tree, which carries its force set I^C_j S_j there in one step; the momentum rate sums the
+local pass's forces (``passes.local``) the same way. ``dccrba`` and the derivatives
+read the world pass in each tree's frame (``idsva.forward`` on ``passes.world``: a
 free-flyer root's frame, else the world) and its composite quantities
 (Singh, Russell & Wensing, RA-L 2022): with absolute velocities expressed
 in a tree frame, d/dt (I^C S) = 2 B^C S - S x* h^C + I^C (v x S), and the
@@ -36,9 +37,10 @@ from ..spatial import SE3, SE3Chain, cross, force_bar_matrix, force_cross, lin, 
 from ..spec import Jacobian, Out, Spec, configuration, tangent
 from .crba import composite_inertias
 from .frame_motion import total_mass
-from .idsva import forward, tree_placements
-from .passes.tree import base_acceleration, compose, free_flyer_roots, motion_subspaces, placements
-from .rnea import forward_pass
+from .idsva import composites as idsva_composites
+from .idsva import forward
+from .passes.local import local_pass
+from .passes.tree import base_acceleration, compose, free_flyer_roots, motion_subspaces, placements, subtree_sums
 
 
 def _roots(model):
@@ -99,17 +101,10 @@ class Composites(NamedTuple):
 def composites(model, q, v, a):
     """IDSVA's forward pass and the composite quantities of every subtree, with X_G per tree."""
     fw = forward(model, q, v, a)
-    IC, BC2, fC = list(fw.I), list(fw.BC2), list(fw.f)
-    hC = [I.act(vi) for I, vi in zip(fw.I, fw.v)]
-    for i in reversed(range(model.njoints)):
-        p = model.parents[i]
-        if p >= 0:
-            IC[p], BC2[p], hC[p], fC[p] = IC[p] + IC[i], BC2[p] + BC2[i], hC[p] + hC[i], fC[p] + fC[i]
-    liMi, _, _ = tree_placements(model, q)
-    ff = free_flyer_roots(model)
-    W = {r: liMi[r] if r in ff else SE3.identity() for r in _roots(model)}
-    first = {r: (IC[r].mass, IC[r].h) for r in W}
-    c = _center(model, W, first)
+    IC, BC2, fC = idsva_composites(model, fw)
+    hC = subtree_sums(model, [I.act(vi) for I, vi in zip(fw.world.I, fw.world.v)])
+    W = {r: fw.world.T[r] for r in _roots(model)}
+    c = _center(model, W, {r: (IC[r].mass, IC[r].h) for r in W})
     return Composites(fw, {r: _to_center(W[r], c) for r in W}, IC, BC2, hC, fC)
 
 
@@ -139,7 +134,7 @@ def dccrba(model, q, v):
     vc = _mass_rate(model, cs, cs.hC) / m
     cols = []
     for i in range(model.njoints):
-        X, S = cs.X[_tree_root(model, i)], cs.fw.S[i]
+        X, S = cs.X[_tree_root(model, i)], cs.fw.world.S[i]
         Ag = X.act_force(cs.IC[i].act(S))
         dF = cs.BC2[i].times(S) - _crossed(S, cs.hC[i]) + cs.IC[i].act(cs.fw.Sd[i])
         cols.append(X.act_force(dF) - force_cross(ca.vertcat(vc, ca.DM.zeros(3, 1)), Ag))
@@ -149,15 +144,14 @@ def dccrba(model, q, v):
 def centroidal_momentum_time_variation(model, q, v, a):
     """(h_G, dh_G/dt) without gravity (Pinocchio's ``computeCentroidalMomentumTimeVariation``),
     from rnea's forward pass: dh_G/dt = X_G^* f^C + [m g; 0], f^C the bodies' forces with gravity."""
-    fp = forward_pass(model, q, v, a)
+    fp = local_pass(model, q, v, a)
     inertias = model.algorithm_frames.inertias
-    h = [I.act(vi) for I, vi in zip(inertias, fp.v)]
-    f = list(fp.f)
-    for i in reversed(range(model.njoints)):
-        p = model.parents[i]
-        if p >= 0:
-            h[p] = h[p] + fp.liMi[i].act_force(h[i])
-            f[p] = f[p] + fp.liMi[i].act_force(f[i])
+
+    def to_parent(i, y):
+        return fp.liMi[i].act_force(y)
+
+    h = subtree_sums(model, [I.act(vi) for I, vi in zip(inertias, fp.v)], to_parent)
+    f = subtree_sums(model, fp.f, to_parent)
     roots = _roots(model)
     IC = composite_inertias(model, fp.liMi, inertias)
     W = _root_placements(model, fp.liMi)
@@ -172,17 +166,17 @@ def centroidal_dynamics_derivatives(model, q, v, a):
     cs = composites(model, q, v, a)
     fw = cs.fw
     m = total_mass(model)
-    Ag = [cs.X[_tree_root(model, i)].act_force(cs.IC[i].act(S)) for i, S in enumerate(fw.S)]
+    Ag = [cs.X[_tree_root(model, i)].act_force(cs.IC[i].act(S)) for i, S in enumerate(fw.world.S)]
     p, dp = _mass_rate(model, cs, cs.hC), _mass_rate(model, cs, cs.fC)  # m c', m c'' - m g
     mg = m * ca.DM(model.gravity)
     roots = free_flyer_roots(model)
     dh_dq, dhd_dq, dhd_dv = [], [], []
     for i in range(model.njoints):
-        X, S = cs.X[_tree_root(model, i)], fw.S[i]
+        X, S = cs.X[_tree_root(model, i)], fw.world.S[i]
         Jc = lin(Ag[i]) / m
         if i in roots:  # the tree frame moves: X_G^* (e_j x* y), y without gravity does not change
             dh = _crossed(S, cs.hC[i])
-            dhd = _crossed(S, cs.fC[i] - cs.IC[i].act(fw.a0[i]))
+            dhd = _crossed(S, cs.fC[i] - cs.IC[i].act(fw.world.a0[i]))
             force = dp + mg
         else:
             dh = _crossed(S, cs.hC[i]) + cs.IC[i].act(fw.Psid[i])

@@ -11,17 +11,12 @@ import casadi as ca
 
 from ..spec import Out, Spec, configuration
 from .passes.memo import shared
-from .passes.tree import assemble, motion_subspaces, placements
+from .passes.tree import assemble, motion_subspaces, placements, subtree_sums
 
 
 def composite_inertias(model, liMi, inertias):
     """I^c_i for every body, each in the body's frame, from the bodies' ``inertias``."""
-    Ic = list(inertias)
-    for i in reversed(range(model.njoints)):
-        p = model.parents[i]
-        if p >= 0:
-            Ic[p] = Ic[p] + liMi[i].act_inertia(Ic[i])
-    return Ic
+    return subtree_sums(model, inertias, lambda i, Ic: liMi[i].act_inertia(Ic))
 
 
 @shared

@@ -3,8 +3,8 @@
 Singh, Russell & Wensing, "Efficient Analytical Derivatives of Rigid-Body
 Dynamics using Spatial Vector Algebra" (RA-L 2022), Algorithm 1, from the
 closed forms (30)-(32); valid for multi-dof joints with a constant motion
-subspace. All quantities are in the world frame, composed from the joint
-frames (``tree.joint_placements``). Glossary (code -> paper):
+subspace. Frame: each tree's frame, the world or a free-flyer root's (below),
+as the world pass (``passes.world``) gives it. Glossary (code -> paper):
   oS        S_i (world)             Sd     S-dot_i = v_i x S_i
   Psid      Psi-dot_i = v_p x S_i   Psidd  Psi-ddot_i = a_p x S_i + v_p x Psi-dot_i
   IC, BC2   I^C_i and 2 B^C_i, composite inertia and twice the body-level Coriolis matrix (28),
@@ -26,18 +26,12 @@ rotations (R -> R exp(dth) gives g_b -> g_b + [g_b]x dth).
 from typing import NamedTuple
 
 import casadi as ca
-import numpy as np
 
-from ..spatial import SE3, ang, cross, force_bar_matrix, force_cross, lin, motion_cross, skew, symmetric
+from ..spatial import ang, cross, force_bar_matrix, lin, motion_cross, skew, symmetric
+from .passes import world
 from .passes.memo import shared
-from .passes.tree import (
-    assemble,
-    free_flyer_roots,
-    joint_placements,
-    joint_subspaces,
-    require_constant_subspaces,
-    root_gravity,
-)
+from .passes.tree import assemble, free_flyer_roots, require_constant_subspaces, subtree_sums
+from .passes.world import WorldPass, world_pass
 
 
 class Coriolis2(NamedTuple):
@@ -76,78 +70,38 @@ class Coriolis2(NamedTuple):
 
 
 class Forward(NamedTuple):
-    """Lines 1-11: per body, in the frame of its tree (a free-flyer root's, else the world)."""
+    """Lines 1-11: the world pass and IDSVA's sets of every body, in its tree's frame."""
 
-    oMi: list
-    a0: dict  # root -> a_0 = -a_g in its tree's frame
-    S: list  # oS
+    world: WorldPass  # oMi, a0, S, v, a, I and f (external forces included)
     Sd: list
     Psid: list
     Psidd: list
-    v: list  # ov
-    a: list  # oa
-    I: list  # the bodies' inertias
     BC2: list  # the bodies' 2 B
-    f: list  # the bodies' forces, external forces included
-
-
-@shared
-def tree_placements(model, q):
-    """(liMi, placements of the joint frames in their tree's frame, gravity a_0 = -a_g of each root there)."""
-    liMi = joint_placements(model, q)
-    g = model.gravity.reshape(3, 1)
-    roots = free_flyer_roots(model)
-    oMi, a0 = [], {}
-    for i, X in enumerate(liMi):
-        p = model.parents[i]
-        if p >= 0:
-            oMi.append(oMi[p] * X)
-        elif i in roots:
-            oMi.append(SE3.identity())
-            a0[i] = ca.vertcat(-root_gravity(model, liMi, i), ca.DM.zeros(3, 1))
-        else:
-            oMi.append(X)
-            a0[i] = np.vstack([-g, np.zeros((3, 1))])
-    return liMi, oMi, a0
 
 
 @shared
 def forward(model, q, v, a, f_ext=None):
     """The ``Forward`` quantities of lines 1-11."""
     require_constant_subspaces(model, "IDSVA")
-    _, oMi, a0 = tree_placements(model, q)
-    S = joint_subspaces(model, q)
-    n = model.njoints
-    oS, Sd, Psid, Psidd, ov, oa, I, BC2, f = ([None] * n for _ in range(9))
+    w = world_pass(model, q, v, a, f_ext)
+    Sd, Psid, Psidd, BC2 = [], [], [], []
     zero = ca.DM.zeros(6, 1)
-    for i, Y in enumerate(model.inertias):
+    for i, S in enumerate(w.S):
         p = model.parents[i]
-        v_p, a_p = (zero, a0[i]) if p < 0 else (ov[p], oa[p])
-        oS[i] = oMi[i].act_motion(S[i])
-        vJ = ca.mtimes(oS[i], v[model.v_slice(i)])
-        ov[i] = v_p + vJ
-        oa[i] = a_p + ca.mtimes(oS[i], a[model.v_slice(i)]) + motion_cross(v_p, vJ)  # v_i x vJ, as vJ x vJ = 0
-        Psid[i] = motion_cross(v_p, oS[i])
+        v_p, a_p = (zero, w.a0[i]) if p < 0 else (w.v[p], w.a[p])
+        Psid.append(motion_cross(v_p, S))
         # v_i x S_i = v_p x S_i + qd_i S_i x S_i, and S x S = 0 for one column
-        Sd[i] = Psid[i] if model.joints[i].nv == 1 else motion_cross(ov[i], oS[i])
-        Psidd[i] = motion_cross(a_p, oS[i]) + motion_cross(v_p, Psid[i])
-        I[i] = oMi[i].act_inertia(Y)
-        BC2[i] = Coriolis2.of_body(I[i], ov[i])  # line 9
-        f[i] = I[i].act(oa[i]) + force_cross(ov[i], I[i].act(ov[i]))
-        if f_ext is not None:
-            f[i] = f[i] - oMi[i].act_force(f_ext[:, i])
-    return Forward(oMi, a0, oS, Sd, Psid, Psidd, ov, oa, I, BC2, f)
+        Sd.append(Psid[i] if model.joints[i].nv == 1 else motion_cross(w.v[i], S))
+        Psidd.append(motion_cross(a_p, S) + motion_cross(v_p, Psid[i]))
+        BC2.append(Coriolis2.of_body(w.I[i], w.v[i]))  # line 9
+    return Forward(w, Sd, Psid, Psidd, BC2)
 
 
 @shared
 def composites(model, fw):
     """(IC, BC2, fC): the bodies' inertias, 2 B and forces of ``forward`` summed over their subtrees."""
-    IC, BC2, fC = list(fw.I), list(fw.BC2), list(fw.f)
-    for i in reversed(range(model.njoints)):
-        p = model.parents[i]
-        if p >= 0:
-            IC[p], BC2[p], fC[p] = IC[p] + IC[i], BC2[p] + BC2[i], fC[p] + fC[i]
-    return IC, BC2, fC
+    cs = world.composites(model, fw.world)
+    return cs.I, subtree_sums(model, fw.BC2), cs.f
 
 
 @shared
@@ -160,7 +114,7 @@ def idsva(model, q, v, a, f_ext=None):
     dq, dv, M = {}, {}, {}
     # backward pass, lines 12-25
     for i in reversed(range(n)):
-        S, B2, Psid = fw.S[i], BC2[i], fw.Psid[i]
+        S, B2, Psid = fw.world.S[i], BC2[i], fw.Psid[i]
         t1[i] = IC[i].act(S)
         t2[i] = B2.times(S) + IC[i].act(fw.Sd[i] + Psid)
         t3[i] = B2.times(Psid) + IC[i].act(fw.Psidd[i]) + ca.mtimes(force_bar_matrix(fC[i]), S)
@@ -176,7 +130,7 @@ def idsva(model, q, v, a, f_ext=None):
             M[k, i] = ca.mtimes(t1[k].T, S)
             M[i, k] = M[k, i].T
     for r in free_flyer_roots(model):
-        minus_gx = skew(lin(fw.a0[r]))  # -[g_b]x
+        minus_gx = skew(lin(fw.world.a0[r]))  # -[g_b]x
         for k in model.subtree[r]:
             dq[k, r] = ca.horzcat(ca.DM(model.joints[k].nv, 3), ca.mtimes(M[k, r][:, :3], minus_gx))
     # the rotors' inertia, after the base columns: gravity accelerates the bodies, not the rotors

@@ -1,9 +1,10 @@
 """Forward kinematics, frame placements and frame Jacobians.
 
-World-frame quantities, composed from the joint frames. Glossary: ``liMi``
-placement of joint i in its parent joint's frame (Featherstone's X_T X_J, as
-Pinocchio's ``data.liMi``), ``oMi`` placement of joint i in the world, ``oMf``
-placement of a frame in the world.
+Frame: the world, from the joint frames chained to it (in the world pass's tree frames every
+world quantity would pay for a free flyer's rotation once more); the local Jacobian is the world
+pass's (``passes.world.local_jacobian``). Glossary: ``liMi`` placement of joint i in its parent
+joint's frame (Featherstone's X_T X_J, as Pinocchio's ``data.liMi``), ``oMi`` placement of joint
+i in the world, ``oMf`` placement of a frame in the world.
 """
 
 import casadi as ca
@@ -12,6 +13,7 @@ from ..spatial import ang, lin
 from ..spec import FRAME, Option, Out, Spec, configuration
 from .passes.tree import joint_placements as local_placements
 from .passes.tree import joint_subspaces, world_placements
+from .passes.world import local_jacobian, world_pass
 
 REFERENCES = ("local", "world", "local_world_aligned")
 
@@ -47,28 +49,22 @@ def world_jacobian(model, S, oMi, joint):
     )
 
 
-def joint_jacobians(model, q):
-    """Local 6 x nv Jacobians of every joint's body velocity, in the joint frames."""
-    S, oMi = body_placements(model, q)
-    return [oMi[i].inv_act_motion(world_jacobian(model, S, oMi, i)) for i in range(model.njoints)]
-
-
 def frame_jacobian(model, q, frame, reference="local"):
     """6 x nv Jacobian of ``frame``'s spatial velocity [linear; angular].
 
     ``world``: the velocity of the body point at the world origin, in world
-    axes; ``local``: the frame's velocity in its own axes;
-    ``local_world_aligned``: the velocity of the frame's origin in world axes
-    (Pinocchio's WORLD, LOCAL and LOCAL_WORLD_ALIGNED).
+    axes; ``local``: the frame's velocity in its own axes (the world pass's
+    ``local_jacobian``); ``local_world_aligned``: the velocity of the frame's
+    origin in world axes (Pinocchio's WORLD, LOCAL and LOCAL_WORLD_ALIGNED).
     """
+    if reference == "local":
+        return local_jacobian(model, world_pass(model, q), frame)
     S, oMi = body_placements(model, q)
     oMf = frame_world_placement(model, oMi, frame)
     J = world_jacobian(model, S, oMi, model.frames[frame].joint)
     if reference == "world":
         return J
     J = oMf.inv_act_motion(J)
-    if reference == "local":
-        return J
     return ca.vertcat(ca.mtimes(oMf.R, lin(J)), ca.mtimes(oMf.R, ang(J)))
 
 

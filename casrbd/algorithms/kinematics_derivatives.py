@@ -28,8 +28,8 @@ import casadi as ca
 from ..spatial import ang, cross, lin, motion_cross
 from ..spec import FRAME, Option, Out, Spec, configuration, tangent
 from .kinematics import REFERENCES
+from .passes.local import local_pass
 from .passes.tree import base_acceleration, columns, require_constant_subspaces, world_placements
-from .rnea import forward_pass
 
 
 class MotionDerivatives(NamedTuple):
@@ -45,7 +45,7 @@ def motion_derivatives(model, q, v, a, f_ext=None, a0=None):
     """Lines 2-5 of Algorithm 2 for u = q, qd (and da/dqdd), with the forward pass."""
     require_constant_subspaces(model, "the chain-rule derivatives")
     a0 = base_acceleration(model) if a0 is None else a0
-    fp = forward_pass(model, q, v, a, f_ext, a0)
+    fp = local_pass(model, q, v, a, f_ext, a0)
     n = model.njoints
     dv_dq, dv_dv, da_dq, da_dv, da_da = ([None] * n for _ in range(5))
     no_set, no_motion = ca.DM(6, model.nv), ca.DM.zeros(6, 1)

@@ -28,8 +28,8 @@ import numpy as np
 
 from ..spatial import Inertia, ang, cross, lin, skew
 from ..spec import Out, Spec, configuration, tangent
+from .passes.local import local_pass
 from .passes.tree import placements, world_placements
-from .rnea import forward_pass
 
 
 def inertia_columns(u):
@@ -78,7 +78,7 @@ def _in_joint_frames(model, rows):
 
 def joint_torque_regressor(model, q, v, a):
     """Y(q, v, a), nv x 10 njoints, with rnea(q, v, a) = Y pi + armature * a (gravity included)."""
-    fp = forward_pass(model, q, v, a)  # its forces (the model's inertias) are not used
+    fp = local_pass(model, q, v, a)  # its forces (the model's inertias) are not used
     Yb = _in_joint_frames(model, [body_regressor(fp.v[j], fp.a[j]) for j in range(model.njoints)])
     blocks = {}
     # backward pass: each body's force set is carried to the root through its supports
@@ -98,7 +98,7 @@ def joint_torque_regressor(model, q, v, a):
 def kinetic_energy_regressor(model, q, v):
     """Y_T(q, v), 1 x 10 njoints: T = 1/2 sum v_j^T I_j v_j = Y_T pi, with per body
     1/2 v^T I v = 1/2 m |v_lin|^2 + h . (v_lin x w) + 1/2 w^T I w."""
-    fp = forward_pass(model, q, v, ca.DM.zeros(model.nv))
+    fp = local_pass(model, q, v, ca.DM.zeros(model.nv))
     rows = []
     for vj in fp.v:
         vl, w = lin(vj), ang(vj)

@@ -9,7 +9,7 @@ import casadi as ca
 
 from ..spec import Jacobian, Option, Out, Spec, configuration, tangent
 from . import ad, chain_rule, idsva
-from .kinematics import joint_jacobians
+from .passes.world import body_jacobians, world_pass
 from .regressor import joint_torque_regressor, symbolic_inertias
 
 ID_DERIVATIVES = {"chain_rule": chain_rule.rnea_derivatives, "idsva": idsva.idsva, "ad": ad.rnea_jacobians}
@@ -24,7 +24,7 @@ def rnea_derivatives(model, q, v, a, f_ext=None, method="idsva"):
 
 def transposed_jacobians(model, q):
     """[J_1^T ... J_n^T], the local Jacobians of the joints' bodies: d tau / d f_ext = -[...]."""
-    return ca.horzcat(*[J.T for J in joint_jacobians(model, q)])
+    return ca.horzcat(*[J.T for J in body_jacobians(model, world_pass(model, q))])
 
 
 def rnea_jacobian(model, q, v, a, f_ext=None, method="idsva", out=None):

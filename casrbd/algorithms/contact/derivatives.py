@@ -16,7 +16,7 @@ M (v+ - v-) - J^T P = 0 and J (v+ + r v-) + mu P = 0 the same way, M (v+ -
 v-) - J^T P being rnea without gravity at zero velocity.
 
 The contact-frame derivatives come in closed form from the tree-frame pass
-(``frame_motion.tree_motion``, absolute velocities in a free-flyer root's
+(``passes.world``, absolute velocities in a free-flyer root's
 frame): moving q_j turns the subtree of joint j about S_j, so for a frame f
 on body i, with p the parent of j,
     dv_f/dq_j = fX (v_p x S_j) = fX Psid_j,          dv_f/dqd_j = fX S_j,
@@ -44,31 +44,32 @@ import casadi as ca
 from ...model import per_model
 from ...spatial import ang, cross, lin, log6, motion_cross, se3_exp, skew, symmetric
 from ...spec import Jacobian, Out, Spec, configuration, tangent
-from ..idsva import idsva, tree_placements
+from ..idsva import idsva
 from ..passes import ltdl
 from ..passes.memo import shared
 from ..passes.tree import columns, free_flyer_roots
+from ..passes.world import world_pass
 from . import dynamics
 from .sets import IMPULSE_OPTIONS, OPTIONS, check_contacts
 
 
-def frame_derivatives(model, tm, frame, fMT, acceleration=True):
-    """(dv/dq, dv/dqd, da/dq, da/dqd) of a frame's local velocity and acceleration (6 x nv each)."""
+def frame_derivatives(model, w, frame, fMT, acceleration=True):
+    """(dv/dq, da/dq, da/dqd) of a frame's local velocity and acceleration (6 x nv each; dv/dqd is
+    its ``local_jacobian``) from the world pass ``w`` without gravity."""
     i = model.frames[frame].joint
-    dv_dq, J, da_dq, da_dv = ([] for _ in range(4))
+    dv_dq, da_dq, da_dv = [], [], []
     zero = ca.DM.zeros(6, 1)
     for j in model.supports[i] if i >= 0 else ():
-        p, S = model.parents[j], tm.oS[j]
-        v_p = zero if p < 0 else tm.ov[p]
+        p, S = model.parents[j], w.S[j]
+        v_p = zero if p < 0 else w.v[p]
         Psid = motion_cross(v_p, S)
         dv_dq.append(columns(model, j, fMT.act_motion(Psid)))
-        J.append(columns(model, j, fMT.act_motion(S)))
         if acceleration:
-            a_p = zero if p < 0 else tm.oa[p]
-            da = motion_cross(a_p, S) - motion_cross(tm.ov[i] - v_p, Psid)
+            a_p = zero if p < 0 else w.a[p]
+            da = motion_cross(a_p, S) - motion_cross(w.v[i] - v_p, Psid)
             da_dq.append(columns(model, j, fMT.act_motion(da)))
-            da_dv.append(columns(model, j, fMT.act_motion(Psid - motion_cross(tm.ov[i] - tm.ov[j], S))))
-    return tuple(sum(x, ca.DM(6, model.nv)) for x in (dv_dq, J, da_dq, da_dv))
+            da_dv.append(columns(model, j, fMT.act_motion(Psid - motion_cross(w.v[i] - w.v[j], S))))
+    return tuple(sum(x, ca.DM(6, model.nv)) for x in (dv_dq, da_dq, da_dv))
 
 
 @functools.cache
@@ -84,8 +85,8 @@ def _jlog6():
 def constraint_derivatives(model, kin, contacts, kp=0.0, kd=0.0):
     """(dc/dq, dc/dv) stacked over the contacts, local axes, at the pass ``kin`` (at ddq)."""
     dq, dv = [], []
-    for c, fm in zip(contacts, kin.fm):
-        vdq, J, adq, adv = frame_derivatives(model, kin.tm, c.frame, fm.fMT)
+    for c, fm, J in zip(contacts, kin.fm, kin.J6):
+        vdq, adq, adv = frame_derivatives(model, kin.world, c.frame, fm.fMT)
         if c.type == "3d":  # classical: d(a_lin + w x v_lin)
             w, vl = ang(fm.v), lin(fm.v)
             dq_c = lin(adq) + cross(w, lin(vdq)) - cross(vl, ang(vdq))
@@ -188,7 +189,7 @@ def _kkt_free_flyers(model, q, dl, cp, dID_dq, dc_dq):
         dlam, dddq = _kkt(model, dl, cp, dID_dq[:, other], dc_dq[:, other], other)
         for j, c in enumerate(other):
             lam_cols[c], ddq_cols[c] = dlam[:, j], dddq[:, j]
-    a0 = tree_placements(model, q)[2]
+    a0 = world_pass(model, q).a0
     for r in roots:
         c = model.idx_v[r]
         Z = ca.vertcat(ca.DM(c, 6), ca.horzcat(ca.DM(3, 3), skew(lin(a0[r]))), ca.DM(model.nv - c - 3, 6))
@@ -291,7 +292,7 @@ def local_impulse_derivatives(model, q, v, imp, contacts, restitution):
     kin = dynamics.contact_kinematics(model, q, w, None, contacts)
     dc_dq = ca.vertcat(
         ca.DM(0, model.nv),
-        *[c.select(frame_derivatives(model, kin.tm, c.frame, fm.fMT, False)[0]) for c, fm in zip(contacts, kin.fm)],
+        *[c.select(frame_derivatives(model, kin.world, c.frame, fm.fMT, False)[0]) for c, fm in zip(contacts, kin.fm)],
     )
     zero = ca.DM.zeros(model.nv)
     dID_dq = idsva(weightless(model), q, zero, imp.v_plus - v, contact_forces(model, contacts, imp.P))[0]

@@ -42,9 +42,10 @@ import numpy as np
 from ...spatial import SE3, log6, symmetric
 from ...spec import Out, Spec, configuration, tangent
 from ..crba import crba
-from ..frame_motion import classical, frame_motion, local_jacobian_and_rate, rotate, tree_motion
+from ..frame_motion import classical, frame_motion, kinematic_pass, rotate
 from ..passes import ltdl
 from ..passes.tree import dof_ancestors
+from ..passes.world import local_jacobian
 from ..rnea import nonlinear_effects
 from .sets import IMPULSE_OPTIONS, OPTIONS, check_contacts
 
@@ -52,7 +53,7 @@ from .sets import IMPULSE_OPTIONS, OPTIONS, check_contacts
 
 
 class ContactKinematics(NamedTuple):
-    tm: object  # frame_motion.TreeMotion
+    world: object  # the world pass without gravity (``passes.world.WorldPass``)
     fm: list  # frame_motion.FrameMotion of each contact (local velocity and acceleration)
     J6: list  # each contact frame's local Jacobian (6 x nv)
     J: list  # the rows of it that the contact constrains
@@ -60,12 +61,10 @@ class ContactKinematics(NamedTuple):
 
 def contact_kinematics(model, q, v, a, contacts):
     """The contacts' local Jacobians, velocities and accelerations at (q, v, a), gravity excluded."""
-    tm = tree_motion(model, q, v, a)
-    fm, J6 = [], []
-    for c in contacts:
-        fm.append(frame_motion(model, tm, c.frame))
-        J6.append(local_jacobian_and_rate(model, tm, c.frame, fm[-1].fMT)[0])
-    return ContactKinematics(tm, fm, J6, [c.select(J) for c, J in zip(contacts, J6)])
+    w = kinematic_pass(model, q, v, a)
+    fm = [frame_motion(model, w, c.frame) for c in contacts]
+    J6 = [local_jacobian(model, w, c.frame, m.fMT) for c, m in zip(contacts, fm)]
+    return ContactKinematics(w, fm, J6, [c.select(J) for c, J in zip(contacts, J6)])
 
 
 def contact_acceleration(c, fm):

@@ -20,7 +20,7 @@ from ...model import per_model
 from ...spatial import lin
 from ...spec import REQUIRED, Option
 from ..configuration import integrate, neutral
-from ..frame_motion import frame_motion, local_jacobian_and_rate, tree_motion
+from ..passes.world import local_jacobian, world_pass
 
 TYPES = {"3d": 3, "6d": 6}
 REFERENCES = ("local", "local_world_aligned")
@@ -129,10 +129,10 @@ def redundancy(model, contacts):
     """None if the contact Jacobian has full row rank at a generic configuration (fixed seed), else
     (the first contact whose rows are dependent on those before it, the rank, the number of rows)."""
     q = integrate(model, ca.DM(neutral(model)), ca.DM(np.random.default_rng(0).uniform(-1, 1, model.nv)))
-    tm = tree_motion(model, q)
+    w = world_pass(model, q)
     rows = np.zeros((0, model.nv))
     for c in contacts:
-        J, _ = local_jacobian_and_rate(model, tm, c.frame, frame_motion(model, tm, c.frame).fMT)
+        J = local_jacobian(model, w, c.frame)
         rows = np.vstack([rows, np.array(c.select(ca.DM(J)))])
         s = np.linalg.svd(rows, compute_uv=False)
         rank = int(np.sum(s > 1e-9 * max(1.0, s[0] if s.size else 1.0)))

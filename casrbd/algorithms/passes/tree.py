@@ -1,14 +1,14 @@
 """Shared pieces of the recursive algorithms over the tree.
 
-The recursions in local frames (rnea, aba, crba, minverse, the chain rule) run in the model's
-algorithm frames (``casrbd.algorithm_frames``): ``placements`` gives the placement ``liMi`` of
-body i in its parent at q, ``motion_subspaces`` the S_i there, ``forces_to_bodies`` brings
-external forces in. The algorithms that work in the world frame (IDSVA, kinematics) gain
-nothing from local frames and compose the joint frames themselves (``joint_placements``,
-``joint_subspaces``), which are cheaper to chain when a URDF's axes are coordinate axes.
-``world_placements`` chains placements into ``oMi``. Joint-space blocks are gathered in dicts
-and ``assemble``d; derivative sets are 6 x nv with structural zeros outside the columns of the
-joints that move them (``columns``).
+The recursions in local frames (``local.py``, aba, crba, minverse) run in the model's algorithm
+frames (``casrbd.algorithm_frames``): ``placements`` gives the placement ``liMi`` of body i in
+its parent at q, ``motion_subspaces`` the S_i there, ``forces_to_bodies`` brings external forces
+in. The world pass (``world.py``) gains nothing from local frames and composes the joint frames
+(``joint_placements``, ``joint_subspaces``), which are cheaper to chain when a URDF's axes are
+coordinate axes. ``world_placements`` chains placements into ``oMi``; ``subtree_sums`` is the one
+accumulation from the leaves to the root. Joint-space blocks are gathered in dicts and
+``assemble``d; derivative sets are 6 x nv with structural zeros outside the columns of the joints
+that move them (``columns``).
 
 External forces, everywhere in casrbd: a 6 x njoints matrix, column i the spatial force
 [force; torque] applied to the body of joint i, expressed in joint i's frame (Pinocchio's
@@ -75,6 +75,17 @@ def world_placements(model, liMi):
         p = model.parents[i]
         oMi.append((X.se3() if isinstance(X, SE3Chain) else X) if p < 0 else compose(oMi[p], X))
     return oMi
+
+
+def subtree_sums(model, values, carry=None):
+    """Every body's value summed over its subtree, leaves first; ``carry(i, x)`` brings body i's
+    sum into its parent's frame (None: all values are in one frame)."""
+    out = list(values)
+    for i in reversed(range(model.njoints)):
+        p = model.parents[i]
+        if p >= 0:
+            out[p] = out[p] + (out[i] if carry is None else carry(i, out[i]))
+    return out
 
 
 def base_acceleration(model):

@@ -8,7 +8,7 @@ sum_i w_i^T f_i, w_i the velocity that the joint rates lam give body i (spatial_
 ``modID``), its gradient is accumulated in reverse, and that accumulation is differentiated
 forward. Here both steps are taken in closed form in the world frame of IDSVA (Singh, Russell &
 Wensing, "Efficient Analytical Derivatives of Rigid-Body Dynamics using Spatial Vector Algebra",
-RA-L 2022; ``idsva.forward``), as their second-order IDSVA does for the full tensors ("On
+RA-L 2022; ``idsva.forward`` on ``passes.world``), as their second-order IDSVA does for the full tensors ("On
 Second-Order Derivatives of Rigid-Body Dynamics: Theory & Implementation", T-RO 2024). The
 closed forms below are derived here, not transcribed. The derivation in short: moving joint k
 rotates its subtree rigidly, so a scalar made of the subtree's world quantities changes only
@@ -48,7 +48,8 @@ from ...spatial import ang, cross, force_cross, lin, motion_cross
 from .. import idsva
 from ..idsva import Coriolis2
 from ..passes.memo import shared
-from ..passes.tree import assemble, columns
+from ..passes.tree import assemble, columns, subtree_sums
+from ..passes.world import body_jacobians
 
 
 class Kinematics(NamedTuple):
@@ -90,10 +91,10 @@ def kinematics(model, q, v, a, f_ext=None):
     # --- the parents' motion and the sets each joint's columns pair with
     for k in range(n):
         p = model.parents[k]
-        vp[k], ap[k] = (zero, fw.a0[k]) if p < 0 else (fw.v[p], fw.a[p])
-        u[k] = cross_sets(vp[k], fw.S[k])
-        alpha[k] = cross_sets(ap[k], fw.S[k]) + motion_cross(vp[k], u[k])
-        nu[k] = cross_sets(fw.v[k] + vp[k], fw.S[k])
+        vp[k], ap[k] = (zero, fw.world.a0[k]) if p < 0 else (fw.world.v[p], fw.world.a[p])
+        u[k] = cross_sets(vp[k], fw.world.S[k])
+        alpha[k] = cross_sets(ap[k], fw.world.S[k]) + motion_cross(vp[k], u[k])
+        nu[k] = cross_sets(fw.world.v[k] + vp[k], fw.world.S[k])
     IC, BC2, FC = idsva.composites(model, fw)  # IDSVA's, shared
     return Kinematics(fw, vp, ap, IC, BC2, FC, u, alpha, nu)
 
@@ -105,17 +106,13 @@ def lam_composites(model, kin, lam):
     # --- lam-velocities, root to leaves
     for i in range(n):
         p = model.parents[i]
-        wJ = ca.mtimes(fw.S[i], lam[model.v_slice(i)])
+        wJ = ca.mtimes(fw.world.S[i], lam[model.v_slice(i)])
         wp[i], w[i] = (None, wJ) if p < 0 else (w[p], w[p] + wJ)
-    hC, WC, ZC = [None] * n, [None] * n, [None] * n
     # --- their composites, leaves to root
-    for i in range(n):
-        lw = Coriolis2.of_body(fw.I[i], w[i])  # I_i w_i and W(I_i, w_i)
-        hC[i], WC[i], ZC[i] = ca.vertcat(lw.fl, lw.fa), lw.W, fw.BC2[i].transpose_times(w[i])
-    for i in reversed(range(n)):
-        p = model.parents[i]
-        if p >= 0:
-            hC[p], WC[p], ZC[p] = hC[p] + hC[i], WC[p] + WC[i], ZC[p] + ZC[i]
+    lw = [Coriolis2.of_body(fw.world.I[i], w[i]) for i in range(n)]  # I_i w_i and W(I_i, w_i)
+    hC = subtree_sums(model, [ca.vertcat(x.fl, x.fa) for x in lw])
+    WC = subtree_sums(model, [x.W for x in lw])
+    ZC = subtree_sums(model, [fw.BC2[i].transpose_times(w[i]) for i in range(n)])
     return Multiplier(w, wp, hC, WC, ZC)
 
 
@@ -142,17 +139,17 @@ def gradient(model, kin, mult, lam):
     """(g_q, g_v, g_a, g_f): g_f the 6 x njoints gradient by the external forces (joint frames)."""
     fw, gq, gv, ga, gf = kin.fw, [], [], [], []
     for j in range(model.njoints):
-        S, hC = fw.S[j], mult.hC[j]
+        S, hC = fw.world.S[j], mult.hC[j]
         F_v = _angular(mult.ZC[j]) - force_cross(kin.vp[j], hC)
         gq.append(-ca.mtimes(S.T, force_cross(kin.vp[j], F_v) + force_cross(kin.ap[j], hC)))
         if mult.wp[j] is not None:
             gq[-1] = gq[-1] - ca.mtimes(S.T, force_cross(mult.wp[j], kin.FC[j]))
-        gv.append(ca.mtimes(S.T, F_v - force_cross(fw.v[j], hC)))
+        gv.append(ca.mtimes(S.T, F_v - force_cross(fw.world.v[j], hC)))
         ga.append(ca.mtimes(S.T, hC))
         armature = model.joint_armature(j)
         if armature is not None:
             ga[-1] = ga[-1] + armature * lam[model.v_slice(j)]
-        gf.append(-fw.oMi[j].inv_act_motion(mult.w[j]))
+        gf.append(-fw.world.oMi[j].inv_act_motion(mult.w[j]))
     return ca.vertcat(*gq), ca.vertcat(*gv), ca.vertcat(*ga), ca.horzcat(*gf)
 
 
@@ -176,10 +173,10 @@ def pairs(model, kin, mult, rows=None):
     """The ``Pairs`` of the joints ``rows`` (default all; for the others g vanishes with their
     composites) with every joint that supports them."""
     fw, n = kin.fw, model.njoints
-    om = [None if mult.wp[k] is None else cross_sets(mult.wp[k], fw.S[k]) for k in range(n)]
+    om = [None if mult.wp[k] is None else cross_sets(mult.wp[k], fw.world.S[k]) for k in range(n)]
     out = Pairs({}, {}, {}, {}, {}, {})
     for j in range(n) if rows is None else rows:
-        S, hC, IC, BC2 = fw.S[j], mult.hC[j], kin.IC[j], kin.BC2[j]
+        S, hC, IC, BC2 = fw.world.S[j], mult.hC[j], kin.IC[j], kin.BC2[j]
         # per column s of S_j, the sets the columns of the supporting joints pair with
         e_u = cross(mult.ZC[j], ang(S)) + psi_prime(mult, j, kin.u[j])
         c_al = -force_sets(hC, S)
@@ -191,7 +188,7 @@ def pairs(model, kin, mult, rows=None):
         b_om = BC2.times(S) - IC.act(kin.nu[j])
         t1 = IC.act(S)
         for k in model.supports[j]:
-            sigma, u = fw.S[k], kin.u[k]
+            sigma, u = fw.world.S[k], kin.u[k]
             out.D[j, k] = ca.mtimes(e_u.T, ang(u)) + ca.mtimes(c_al.T, kin.alpha[k])
             out.qv[j, k] = ca.mtimes(c_al.T, kin.nu[k]) - ca.mtimes(e_u.T, ang(sigma))
             out.vq[j, k] = -ca.mtimes(b_u.T, ang(u))
@@ -215,8 +212,8 @@ def _same_joint(kin, mult, j, out):
     (sigma x s) . hC to d g_v / d v (and to d g_q / d a, taken in ``pairs`` as it stands) and
     hC . ((sigma x s) x vp - s x (sigma x vJ)) + F_v . (s x sigma) to d g_q / d v; each vanishes
     for one column."""
-    S, hC, vp = kin.fw.S[j], mult.hC[j], kin.vp[j]
-    vJ = kin.fw.v[j] - vp
+    S, hC, vp = kin.fw.world.S[j], mult.hC[j], kin.vp[j]
+    vJ = kin.fw.world.v[j] - vp
     F_v = _angular(mult.ZC[j]) - force_cross(vp, hC)
     qv, vv = [], []
     for a in range(S.shape[1]):
@@ -244,23 +241,19 @@ def mirrored(model, lower, upper):
 def external_force_blocks(model, kin, mult):
     """d g_f / d q: row 6 i + c (f_ext vectorised column by column), column of q_k:
     oMi^-1 (sigma x wp_k) for k supporting i (the lam-velocity seen by body i turns)."""
-    rows = []
+    rows, w = [], kin.fw.world
     for i in range(model.njoints):
         block = ca.DM(6, model.nv)
         for k in model.supports[i]:
             if mult.wp[k] is not None:
-                block = block + columns(model, k, kin.fw.oMi[i].inv_act_motion(cross_sets(mult.wp[k], kin.fw.S[k])))
+                block = block + columns(model, k, w.oMi[i].inv_act_motion(cross_sets(mult.wp[k], w.S[k])))
         rows.append(block)
     return ca.vertcat(*rows)
 
 
 def force_jacobian(model, kin):
     """d tau / d f_ext = -[J_1^T ... J_n^T] (nv x 6 njoints), J_i the local Jacobian of body i."""
-    J = []
-    for i in range(model.njoints):
-        Ji = sum((columns(model, k, kin.fw.S[k]) for k in model.supports[i]), ca.DM(6, model.nv))
-        J.append(-kin.fw.oMi[i].inv_act_motion(Ji).T)
-    return ca.horzcat(*J)
+    return -ca.horzcat(*[J.T for J in body_jacobians(model, kin.fw.world)])
 
 
 def adjoint_jacobian_blocks(model, kin, mult, f_ext=None):

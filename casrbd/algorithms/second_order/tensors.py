@@ -54,7 +54,7 @@ def rnea_second_order_derivatives(model, q, v, a, f_ext=None):
     kin = adjoint.kinematics(model, q, v, a, f_ext)
     rows = ([], [], [], [])
     for i in range(model.njoints):
-        S = kin.fw.S[i]
+        S = kin.fw.world.S[i]
         for c in range(S.shape[1]):
             mult, related = unit_multiplier(model, kin, i, S[:, c])
             P = adjoint.pairs(model, kin, mult, related)
