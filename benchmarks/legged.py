@@ -34,17 +34,11 @@ import casrbd  # noqa: E402
 from casrbd import codegen  # noqa: E402
 from casrbd.models import load_robot  # noqa: E402
 
-from .measure import Settings, measure, python_time, rel_err  # noqa: E402
+from .measure import FEET, Settings, measure, python_time, rel_err  # noqa: E402
 from .pinocchio_timing import _oracle_module  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROBOTS = ("solo12", "hyq", "talos_reduced", "talos_full_v2")
-FEET = {
-    "solo12": [(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")],
-    "hyq": [(f, "3d") for f in ("lf_foot", "rf_foot", "lh_foot", "rh_foot")],
-    "talos_reduced": [("left_sole_link", "6d"), ("right_sole_link", "6d")],
-    "talos_full_v2": [("left_sole_link", "6d"), ("right_sole_link", "6d")],
-}
 TARGETS = {"constraint_dynamics": 0.5, "constraint_dynamics_derivatives": 0.7, "ccrba": 0.35}
 
 

@@ -17,6 +17,15 @@ from casrbd import codegen, testing
 from . import harness
 
 
+# the feet of the legged robots, as contacts: 3-D points for the quadrupeds, 6-D soles for the humanoids
+FEET = {
+    "solo12": [(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")],
+    "hyq": [(f, "3d") for f in ("lf_foot", "rf_foot", "lh_foot", "rh_foot")],
+    "talos_reduced": [("left_sole_link", "6d"), ("right_sole_link", "6d")],
+    "talos_full_v2": [("left_sole_link", "6d"), ("right_sole_link", "6d")],
+}
+
+
 class Settings(NamedTuple):
     repeat: int = 15  # batches per timing
     batch_seconds: float = 0.02  # length of one batch

@@ -73,17 +73,18 @@ _FLOAT64 = np.dtype(np.float64)
 def function(model, name, chunk=CHUNK, flags=codegen.DEFAULT_FLAGS, **options):
     """A ``FastFunction`` of ``casrbd.function(model, name, **options)`` (options such as ``f_ext``,
     ``method``, ``frame``), compiled with ``flags``; a new object (own arrays) over a cached library."""
-    return FastFunction(_library(model, name, chunk, tuple(flags), tuple(sorted(options.items()))))
+    return FastFunction(_library(model, casrbd_function(model, name, **options), chunk, tuple(flags)))
 
 
 def batch(model, name, chunk=CHUNK, flags=codegen.DEFAULT_FLAGS, **options):
     """A ``BatchFunction`` of ``casrbd.function(model, name, **options)``: one state per row."""
-    return BatchFunction(_library(model, name, chunk, tuple(flags), tuple(sorted(options.items()))))
+    return BatchFunction(_library(model, casrbd_function(model, name, **options), chunk, tuple(flags)))
 
 
 @per_model
-def _library(model, name, chunk, flags, options):
-    return compile_function(casrbd_function(model, name, **dict(options)), chunk, flags)
+def _library(model, f, chunk, flags):
+    # keyed by casrbd's cached Function, whose own key holds the options resolved (a contact list included)
+    return compile_function(f, chunk, flags)
 
 
 class Library:

@@ -51,6 +51,7 @@ def as_tuple(x):
         ("crba", {}),
         ("aba_derivatives", {}),
         ("frame_placement", {"frame": "tip2"}),
+        ("constraint_dynamics", {"contacts": [("tip3", "3d")]}),  # a list: an unhashable option
     ],
 )
 def test_single_calls_equal_the_vm(tree, name, options):
@@ -249,6 +250,9 @@ def test_libraries_are_compiled_once_per_model_and_options(tmp_path):
     assert f.library is g.library and f.q is not g.q  # one library, separate arrays
     assert fast.batch(model, "aba", chunk=CHUNK).library is f.library
     assert fast.function(model, "aba", chunk=CHUNK, f_ext=True).library is not f.library
+    tree = random_tree(3, ("floating", "revolute", "revolute"), branching=None, seed=1)
+    contacts = fast.batch(tree, "constraint_dynamics", chunk=CHUNK, contacts=[("tip2", "3d")]).library
+    assert fast.batch(tree, "constraint_dynamics", chunk=CHUNK, contacts=(("tip2", "3d"),)).library is contacts
 
 
 def test_any_casadi_function_with_sparse_outputs():
