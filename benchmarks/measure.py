@@ -16,7 +16,6 @@ from casrbd import codegen, testing
 
 from . import harness
 
-
 # the feet of the legged robots, as contacts: 3-D points for the quadrupeds, 6-D soles for the humanoids
 FEET = {
     "solo12": [(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")],
