@@ -5,10 +5,29 @@
 declares, optionally with the analytical Jacobian the spec carries as
 casadi's ``custom_jacobian``. Functions are cached per model for the model's
 lifetime (models are immutable, so a cached Function never goes stale).
+
+SX Functions that take a while to build are also kept on disk, under
+``codegen.cache_dir()/functions``: another process (or another model object of
+the same robot) deserializes in a fraction of a second what took seconds to
+build. An entry's key hashes casrbd's own source, casadi's version, the
+pickled model and the Function's options, so that any change builds anew; its
+payload's SHA-256 and key are checked before it is deserialized, and the
+Functions' names after; an entry that fails is rebuilt with a
+``codegen.CacheWarning`` naming the file. casadi's serialization keeps a
+Function's ``custom_jacobian`` but not its derivative cache, so the analytical
+adjoint is stored beside the Function and installed again on loading.
 """
 
+import functools
+import hashlib
 import itertools
+import json
+import os
+import pickle
+import tempfile
+import time
 import warnings
+from pathlib import Path
 from typing import NamedTuple
 
 import casadi as ca
@@ -141,7 +160,13 @@ def function(
 @per_model
 def _cached(model, key):
     name, symbolic, f_ext, parameters, second_order, options, jac_options = key
-    return _build(
+    entry = _disk_entry(model, key)
+    if entry is not None and entry[0].exists():
+        f = _load(*entry)
+        if f is not None:
+            return f
+    start = time.process_time()
+    f = _build(
         model,
         SPECS[name],
         getattr(ca, symbolic),
@@ -151,6 +176,105 @@ def _cached(model, key):
         dict(options),
         None if jac_options is None else dict(jac_options),
     )
+    if entry is not None and time.process_time() - start >= DISK_MIN_SECONDS:
+        _store(*entry, f)
+    return f
+
+
+DISK_LAYOUT = "casrbd-functions-1"
+DISK_MIN_SECONDS = 0.3  # a Function that builds faster than this loads no faster than it builds
+
+
+@functools.cache
+def _source_digest():
+    """SHA-256 of casrbd's Python source: a Function on disk is only as current as the code that built it."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.digest()
+
+
+def _disk_entry(model, key):
+    """(path, key digest, has an analytical Jacobian, has an analytical adjoint) of a Function's disk
+    entry, or None: MX Functions are not stored (their graphs call others), nor a model that does not
+    pickle (symbolic inertias)."""
+    if key[1] != "SX":
+        return None
+    try:
+        pickled = pickle.dumps(model)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+    digest = hashlib.sha256()
+    for part in (DISK_LAYOUT.encode(), ca.__version__.encode(), _source_digest(), pickled, repr(key).encode()):
+        digest.update(hashlib.sha256(part).digest())
+    from .codegen import cache_dir  # codegen imports this module
+
+    hexdigest = digest.hexdigest()
+    path = cache_dir() / "functions" / f"{identifier(f'{model.name}_{key[0]}')}-{hexdigest[:24]}.json"
+    analytical = key[6] is not None
+    return path, hexdigest, analytical, analytical and key[4] == "analytical"
+
+
+def _store(path, key, analytical, adjoint, f):
+    functions = [f] + ([f.reverse(1)] if adjoint else [])
+    payload = json.dumps([g.serialize() for g in functions])
+    entry = {"key": key, "sha256": hashlib.sha256(payload.encode()).hexdigest(), "functions": payload}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
+        json.dump(entry, fh)
+    os.replace(fh.name, path)  # whole or absent: a reader never sees half an entry
+
+
+def _load(path, key, analytical, adjoint):
+    """The Function of a disk entry, or None (with a CacheWarning) when the entry fails a check."""
+    from .codegen import CacheWarning
+
+    try:
+        entry = json.loads(path.read_text())
+        payload = entry["functions"]
+        if entry["key"] != key:
+            raise ValueError("it holds another key")
+        if hashlib.sha256(payload.encode()).hexdigest() != entry["sha256"]:
+            raise ValueError("its payload does not hash to its recorded SHA-256 (truncated or corrupted)")
+        functions = [ca.Function.deserialize(text) for text in json.loads(payload)]
+        if len(functions) != 1 + adjoint:
+            raise ValueError(f"it holds {len(functions)} Functions, expected {1 + adjoint}")
+        f, *rest = functions
+        if not analytical:
+            return f
+        jac = f.jacobian()  # the custom Jacobian: casadi's serialization keeps it
+        adj1 = None
+        if rest:
+            adj1 = _with_options(rest[0], {"custom_jacobian": rest[0].jacobian(), "jac_penalty": 0})
+        names = [(jac, "jac_"), *([(adj1, "adj1_"), (adj1.jacobian(), "jac_adj1_")] if adj1 else [])]
+        for g, prefix in names:
+            if g.name() != prefix + f.name():
+                raise ValueError(f"{g.name()!r} is not the derivative {prefix + f.name()!r}")
+        return _with_options(f, _derivative_options(jac, adj1))
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+        warnings.warn(f"{path}: not loaded, rebuilding: {e}", CacheWarning, stacklevel=4)
+        return None
+
+
+def _with_options(g, opts):
+    """The SX Function g again, with Function options (which a Function cannot be given once built)."""
+    xs = g.sx_in()
+    return ca.Function(g.name(), xs, g.call(xs), g.name_in(), g.name_out(), opts)
+
+
+def _derivative_options(jac, adj1):
+    """The options that install an analytical Jacobian and, where given, an analytical adjoint."""
+    options = {
+        "custom_jacobian": jac,
+        # it serves Jacobians and many directions; one adjoint (a gradient, and the exact Hessian's
+        # forward-over-reverse) goes through the reverse mode: the second-order adjoint below, or
+        # AD of the dynamics graph, which is smaller than the Jacobian's
+        "jac_penalty": 0.5,
+    }
+    if adj1 is not None:
+        options["cache"] = {adj1.name(): adj1}
+    return options
 
 
 def _build(model, s, sym, f_ext, parameters, second_order, options, jac_options):
@@ -191,19 +315,11 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     # one common-subexpression pass over the outputs of every Function: the derivative Functions share
     # the passes of the memo (and each other's blocks), which separate passes would hash again each
     f, jac, *adjoint = _cse(drafts)
-    fopts = {
-        "custom_jacobian": jac.function(),
-        # it serves Jacobians and many directions; one adjoint (a gradient, and the exact Hessian's
-        # forward-over-reverse) goes through the reverse mode: the second-order adjoint below, or
-        # AD of the dynamics graph, which is smaller than the Jacobian's
-        "jac_penalty": 0.5,
-    }
+    adj1 = None
     if adjoint:
-        adj1, jac_adj1 = adjoint
         # the Jacobian always: it is the contracted Hessian, which the forward sweep asks for
-        adj1 = adj1.function({"custom_jacobian": jac_adj1.function(), "jac_penalty": 0})
-        fopts["cache"] = {adj1.name(): adj1}
-    return f.function(fopts)
+        adj1 = adjoint[0].function({"custom_jacobian": adjoint[1].function(), "jac_penalty": 0})
+    return f.function(_derivative_options(jac.function(), adj1))
 
 
 class _Draft(NamedTuple):
