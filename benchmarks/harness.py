@@ -7,11 +7,13 @@ reported), links it with a small driver that reads the inputs from a file,
 calibrates the number of calls per batch to about ``batch_seconds``, and
 prints the time per call of each of ``repeat`` batches. Objects are cached
 by hash like ``casrbd.codegen``'s libraries, with the seconds gcc took to
-build them, so a resumed benchmark still reports every compile time.
+build them and its peak memory, so a resumed benchmark still reports them.
 """
 
 import hashlib
+import json
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -87,34 +89,45 @@ class Timing(NamedTuple):
     median: float  # seconds per call, median batch
     calls: int  # calls per batch
     gcc_seconds: float  # compile time of the generated code (measured when it was compiled)
+    gcc_peak_mib: float  # the compiler's peak resident memory (MiB), measured likewise
     cached: bool  # the object was compiled by an earlier run
     outputs: list  # the outputs of the compiled call, nonzeros per output
 
 
+# runs the compiler and prints the peak resident memory of its process tree (kB): cc1, not the driver,
+# holds the memory, and RUSAGE_CHILDREN's maximum reaches it through the driver, which waits for it
+PEAK = (
+    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(code)"
+)
+
+
 def compile_object(fun, flags=codegen.DEFAULT_FLAGS, build=None):
-    """The Function's generated C compiled to ``NAME.o``; (directory, gcc seconds, cached)."""
+    """The Function's generated C compiled to ``NAME.o``; (directory, gcc seconds, gcc peak MiB, cached)."""
     name = fun.name()
     compiler = codegen.find_compiler()
     key = hashlib.sha256("\0".join([ca.__version__, compiler, *flags, fun.serialize()]).encode()).hexdigest()[:20]
     build = Path(build or codegen.cache_dir() / "bench" / f"{name}-{key}")
     obj = build / f"{name}.o"
-    seconds_file = build / "gcc_seconds"
-    if obj.exists() and seconds_file.exists():
-        return build, float(seconds_file.read_text()), True
+    record = build / "gcc.json"
+    if obj.exists() and record.exists():
+        measured = json.loads(record.read_text())
+        return build, measured["seconds"], measured["peak_mib"], True
     source, _ = codegen.generate([fun], build, name)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=build) as tmp:
         partial = Path(tmp) / obj.name
-        subprocess.run([compiler, *flags, "-c", str(source), "-o", str(partial)], check=True)
+        cmd = [sys.executable, "-c", PEAK, compiler, *flags, "-c", str(source), "-o", str(partial)]
+        peak_kb = int(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()[-1])
         seconds = time.perf_counter() - start
         partial.replace(obj)
-    seconds_file.write_text(repr(seconds))
-    return build, seconds, False
+    record.write_text(json.dumps({"seconds": seconds, "peak_mib": peak_kb / 1024}))
+    return build, seconds, peak_kb / 1024, False
 
 
 def time_c(fun, inputs, flags=codegen.DEFAULT_FLAGS, repeat=15, batch_seconds=0.02):
     """Time one call of the compiled Function on numeric ``inputs`` (dense, one per Function input)."""
-    build, gcc_seconds, cached = compile_object(fun, flags)
+    build, gcc_seconds, gcc_peak_mib, cached = compile_object(fun, flags)
     name = fun.name()
     exe = build / "driver"
     if not exe.exists():
@@ -147,4 +160,4 @@ def time_c(fun, inputs, flags=codegen.DEFAULT_FLAGS, repeat=15, batch_seconds=0.
     ).stdout.splitlines()
     t_min, t_med, calls, _ = out[0].split()
     outputs = [np.array(line.split(), dtype=float) for line in out[1:]]
-    return Timing(float(t_min), float(t_med), int(calls), gcc_seconds, cached, outputs)
+    return Timing(float(t_min), float(t_med), int(calls), gcc_seconds, gcc_peak_mib, cached, outputs)

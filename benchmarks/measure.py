@@ -97,6 +97,7 @@ def measure(fun, inputs, settings, full=False):
         c_min=t.min,
         c_median=t.median,
         gcc_seconds=t.gcc_seconds,
+        gcc_peak_mib=t.gcc_peak_mib,
         cached=t.cached,
         flags=" ".join(flags),
         err_c_vs_vm=max(rel_err(c, r) for c, r in zip(c_out, vm_out)),
