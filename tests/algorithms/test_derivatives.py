@@ -420,7 +420,7 @@ def test_integrate_jacobian_at_zero_step_is_finite(joint_type):
 # ------------------------------------------------ Carpentier & Mansard (RSS 2018), section V-B (Fig. 3)
 
 
-@pytest.mark.parametrize("name", ["panda", "random"])
+@pytest.mark.parametrize("name", ["panda", pytest.param("random", marks=pytest.mark.slow)])
 def test_rounding_zero_velocity_derivatives_are_exactly_zero(name):
     """With no gravity, v = 0, a = 0 (tau = 0) and no f_ext, dtau/dv and da/dv vanish.
 

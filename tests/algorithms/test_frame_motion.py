@@ -49,7 +49,9 @@ SYNTHETIC = ("chain", "binary", "random")
 SALT = 13  # this module's random states
 
 
-@pytest.fixture(scope="module", params=ROBOTS)
+@pytest.fixture(
+    scope="module", params=[pytest.param(r, marks=pytest.mark.slow) if r == "talos_reduced" else r for r in ROBOTS]
+)
 def case(request):
     return motion_states(request.param, N_STATES, SALT)
 

@@ -146,7 +146,12 @@ def check_driver_outputs(stdout, case, build):
     assert rel_err(printed, vm_outputs(f, build.inputs(case)[1])) < TOL
 
 
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+# the largest graph (33 s of gcc -Wall on 2 cores) with -m slow
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.slow) if c not in SANITIZED else c for c in CASES],
+    ids=CASE_IDS,
+)
 def test_compiles_without_warnings(case, build):
     assert build.object(case).exists()
 

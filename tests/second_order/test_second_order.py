@@ -35,7 +35,9 @@ from casrbd.testing import mapped, random_state, rel_err
 TOL = 1e-10
 PIN_TOL = 1e-9
 N_STATES = 30
-SLOW = ("talos_reduced",)
+# AD's Hessian of aba is the expensive reference: the default run samples the corpus (random holds every
+# joint type under a free flyer); these run with -m slow
+SLOW = ("talos_reduced", "chain", "binary", "hyq")
 CORPUS = [
     pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
     for name in SYNTHETIC_ROBOTS + SHIPPED_ROBOTS + EXAMPLE_ROBOTS
