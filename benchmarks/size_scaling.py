@@ -164,28 +164,32 @@ def plot(records, path):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
-    for fname in FUNCTIONS:
-        rows = sorted(
-            (rec["nv"], e)
-            for rec in records.values()
-            for f, e in rec["functions"].items()
-            if f == fname and "instructions" in e
-        )
-        if not rows:
-            continue
-        nv = [n for n, _ in rows]
-        axes[0].loglog(nv, [e["instructions"] for _, e in rows], "o-", label=fname)
-        timed = [(n, e["c_min"] / net(e["pinocchio"])) for n, e in rows if "c_min" in e and net(e["pinocchio"]) > 0]
-        axes[1].semilogx(*zip(*timed), "o-", label=fname) if timed else None
-        compiled = [(e["instructions"], e["gcc_seconds"], e["gcc_peak_mib"]) for _, e in rows if "gcc_peak_mib" in e]
-        if compiled:
-            axes[2].loglog([c[0] for c in compiled], [c[1] for c in compiled], "o", label=f"{fname} (s)")
-    axes[0].set(xlabel="nv", ylabel="instructions", title="graph size")
+    for color, fname in enumerate(FUNCTIONS):
+        style = {"color": f"C{color}"}
+        for trees in (True, False):  # the random trees as a line, the robots as markers
+            rows = sorted(
+                (rec["nv"], e)
+                for rec in records.values()
+                for f, e in rec["functions"].items()
+                if f == fname and "instructions" in e and rec["robot"].startswith("tree") == trees
+            )
+            if not rows:
+                continue
+            marker = {"marker": "o", "ls": "-", "label": fname} if trees else {"marker": "s", "ls": "none"}
+            nv = [n for n, _ in rows]
+            axes[0].loglog(nv, [e["instructions"] for _, e in rows], **style, **marker)
+            timed = [(n, e["c_min"] / net(e["pinocchio"])) for n, e in rows if "c_min" in e and net(e["pinocchio"]) > 0]
+            if timed:
+                axes[1].semilogx(*zip(*timed), **style, **marker)
+            compiled = [(e["instructions"], e["gcc_seconds"]) for _, e in rows if "gcc_seconds" in e]
+            if compiled:
+                axes[2].loglog(*zip(*compiled), **style, marker=marker["marker"], ls="none")
+    axes[0].set(xlabel="nv", ylabel="instructions", title="graph size (lines: random trees; squares: robots)")
     axes[1].axhline(1.0, color="k", lw=0.8)
     axes[1].set(xlabel="nv", ylabel="compiled C / Pinocchio", title="time against Pinocchio (below 1: faster)")
     axes[2].set(xlabel="instructions", ylabel="gcc seconds", title="compile time")
+    axes[0].legend(fontsize=7)
     for ax in axes:
-        ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
