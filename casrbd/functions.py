@@ -16,6 +16,7 @@ Functions' names after; an entry that fails is rebuilt with a
 ``codegen.CacheWarning`` naming the file. casadi's serialization keeps a
 Function's ``custom_jacobian`` but not its derivative cache, so the analytical
 adjoint is stored beside the Function and installed again on loading.
+``CASRBD_FUNCTION_CACHE=off`` neither reads nor writes these entries.
 """
 
 import functools
@@ -198,8 +199,8 @@ def _source_digest():
 def _disk_entry(model, key):
     """(path, key digest, has an analytical Jacobian, has an analytical adjoint) of a Function's disk
     entry, or None: MX Functions are not stored (their graphs call others), nor a model that does not
-    pickle (symbolic inertias)."""
-    if key[1] != "SX":
+    pickle (symbolic inertias), nor anything with CASRBD_FUNCTION_CACHE=off."""
+    if key[1] != "SX" or os.environ.get("CASRBD_FUNCTION_CACHE") == "off":
         return None
     try:
         pickled = pickle.dumps(model)

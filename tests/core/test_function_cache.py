@@ -116,6 +116,14 @@ def test_mx_functions_are_not_stored(cache):
     assert not list(cache.glob("*.json"))
 
 
+def test_the_cache_can_be_turned_off(cache, monkeypatch):
+    casrbd.function(load_robot("arm7"), "aba", jacobian="analytical")
+    monkeypatch.setenv("CASRBD_FUNCTION_CACHE", "off")
+    monkeypatch.setattr(functions, "_load", lambda *a: pytest.fail("read with the cache off"))
+    monkeypatch.setattr(functions, "_store", lambda *a: pytest.fail("written with the cache off"))
+    casrbd.function(load_robot("arm7"), "aba", jacobian="analytical")
+
+
 def test_quick_builds_are_not_stored(cache, monkeypatch):
     monkeypatch.setattr(functions, "DISK_MIN_SECONDS", 1e9)
     casrbd.function(load_robot("arm7"), "aba", jacobian="analytical")
