@@ -167,16 +167,20 @@ def run_robot(name, settings, log=print):
         entry["seconds"] = time.perf_counter() - start
         rec["entries"][label] = entry
         if pin_entry not in rec["pinocchio"]:
-            call, empty = calls[pin_entry]
-            t, t_med = python_time(call, settings)
-            o, _ = python_time(empty, settings)
-            rec["pinocchio"][pin_entry] = {"min": t, "median": t_med, "overhead_min": o}
+            rec["pinocchio"][pin_entry] = time_call(*calls[pin_entry], settings)
         log(
             f"{name} {label}: {entry['instructions']} instructions, C {1e6 * entry.get('c_min', np.nan):.2f} us, "
             f"err vs Pinocchio {entry['err_vs_pinocchio']:.1e} ({entry['seconds']:.0f} s)",
             flush=True,
         )
     return rec
+
+
+def time_call(call, empty, settings):
+    """min and median seconds of a Pinocchio call, and the min of the same call on the empty model (the
+    bindings' overhead)."""
+    t, t_med = python_time(call, settings)
+    return {"min": t, "median": t_med, "overhead_min": python_time(empty, settings)[0]}
 
 
 def net(p):

@@ -32,8 +32,8 @@ import numpy as np
 
 import casrbd
 
-from .legged import Pinocchio
-from .measure import FEET, Settings, measure, python_time, rel_err
+from .legged import Pinocchio, net, time_call
+from .measure import FEET, Settings, measure, rel_err
 from .pinocchio_timing import PinocchioTwin
 from .table1 import make_model, random_state
 
@@ -99,11 +99,7 @@ def run_robot(name, records, log=print):
         entry, outs = measure(f, inputs, SETTINGS)
         entry["build_seconds"] = build
         if fname.startswith("constraint"):
-            call, empty = legged[fname]
-            ref = legged[fname, "ref"]
-            t, t_med = python_time(call, SETTINGS)
-            o, _ = python_time(empty, SETTINGS)
-            pin = {"min": t, "median": t_med, "overhead_min": o}
+            ref, pin = legged[fname, "ref"], time_call(*legged[fname], SETTINGS)
         else:
             ref, pin = twin.evaluate(fname), twin.time(fname, SETTINGS)
         entry["pinocchio"] = pin
@@ -117,10 +113,6 @@ def run_robot(name, records, log=print):
             flush=True,
         )
     return rec
-
-
-def net(p):
-    return p["min"] - p["overhead_min"]
 
 
 def _cell(x, spec):
