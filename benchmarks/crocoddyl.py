@@ -24,6 +24,7 @@ skips it). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
 """
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -91,44 +92,42 @@ def defect(problem, xs, us):
     return max(np.abs(state.diff(d.xnext, x)).max() for d, x in zip(problem.runningDatas, xs[1:]))
 
 
-def per_call(seconds, call, minimum=0.2):
-    """Mean CPU seconds of call() over repetitions filling ``minimum`` seconds."""
-    n, start = 0, time.process_time()
-    while time.process_time() - start < minimum or n < 3:
-        call()
-        n += 1
-    return (time.process_time() - start) / n
+def per_call(call, rounds=4, minimum=0.05):
+    """CPU seconds of one call(): the fastest round's mean, each round repeating it for ``minimum`` s."""
+    best = np.inf
+    for _ in range(rounds):
+        n, start = 0, time.process_time()
+        while time.process_time() - start < minimum or n < 3:
+            call()
+            n += 1
+        best = min(best, (time.process_time() - start) / n)
+    return best
 
 
 def run_fddp(problem, x0):
+    """Generator: each step solves once more with FDDP from the guess and yields the result, with the
+    fastest solve and the fastest per-iteration split so far."""
     xs0 = [x0] * (problem.T + 1)
     us0 = problem.quasiStatic(xs0[:-1])
-    cpu = []
-    for _ in range(REPEATS):
+    best = {"solver": "Crocoddyl FDDP", "success": True, "build": None}
+    while True:
         solver = crocoddyl.SolverFDDP(problem)
         start = time.process_time()
         solver.solve(xs0, us0, 100, False)
-        cpu.append(time.process_time() - start)
-    cpu = min(cpu)
-    xs, us = np.array(solver.xs), list(solver.us)
-    # per iteration: calcDiff over the knots, the backward pass (Riccati), and the rest (forward passes)
-    derivatives = per_call(0, lambda: problem.calcDiff(list(xs), us))
-    problem.calcDiff(list(xs), us)
-    riccati = per_call(0, solver.backwardPass)
-    return {
-        "solver": "Crocoddyl FDDP",
-        "iterations": solver.iter,
-        "cpu": cpu,
-        "xs": xs,
-        "us": us,
-        "derivatives": derivatives,
-        "linear_algebra": riccati,
-        "success": True,
-        "build": None,
-    }
+        cpu = time.process_time() - start
+        xs, us = np.array(solver.xs), list(solver.us)
+        # per iteration: calcDiff over the knots, the backward pass (Riccati), and the rest (forward passes)
+        split = {"cpu": cpu, "derivatives": per_call(functools.partial(problem.calcDiff, list(xs), us))}
+        problem.calcDiff(list(xs), us)
+        split["linear_algebra"] = per_call(solver.backwardPass)
+        best.update({k: min(v, best.get(k, np.inf)) for k, v in split.items()})
+        best.update(iterations=solver.iter, xs=xs, us=us)
+        yield best
 
 
 def run_casadi(mod, model, name, x0, solver, hessian, compiled):
+    """Generator: the first step builds and solves, each further step solves again from the same guess
+    (while the solves so far took under REPEAT_BUDGET); each yields the result of the fastest solve."""
     knots = getattr(mod, name)(model, mod.STANDING)
     library = f"solo12_{name}" if compiled else None
     start = time.perf_counter()
@@ -152,35 +151,33 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
         st.solver(solver, mod.ocp.solver_options(solver=solver, expand=compiled, tol=TOL, max_iter=MAX_ITER))
     build = time.perf_counter() - start
     start = time.process_time()
-    stats = mod.ocp.solve(st.opti)
-    raw = st.opti.stats()
+    stats, raw = mod.ocp.solve(st.opti), st.opti.stats()
     # the solver's own CPU time; creating it (the NLP's sparsity patterns, done once per problem) is setup
     setup = time.process_time() - start - raw["t_proc_total"]
-    # the same solve again from the same guess while it is cheap: the fastest counts
-    for _ in range(min(REPEATS - 1, int(REPEAT_BUDGET / raw["t_proc_total"]) - 1)):
-        again = mod.ocp.solve(st.opti)
-        if st.opti.stats()["t_proc_total"] < raw["t_proc_total"]:
-            stats, raw = again, st.opti.stats()
-    iters = max(stats["iterations"], 1)
-    value = st.opti.debug.value
-    calls = {k: raw.get(f"n_call_nlp_{k}", 0) for k in ("jac_g", "grad_f", "hess_l", "jac_fg")}
-    derivative_time = sum(raw.get(f"t_proc_nlp_{k}", 0.0) for k in calls)
-    # one evaluation of each derivative: what an iteration needs
-    one_pass = sum(raw.get(f"t_proc_nlp_{k}", 0.0) / n for k, n in calls.items() if n)
-    linear_algebra = {"fatrop": lambda: raw["fatrop"]["compute_sd_time"], "sqpmethod": lambda: raw["t_proc_QP"]}
-    return {
-        "solver": f"casadi {solver}, {hessian} Hessian" + (", compiled stages" if compiled else ", VM"),
-        "iterations": stats["iterations"],
-        "cpu": raw["t_proc_total"],
-        "xs": np.array([np.ravel(value(x)) for x in st.x]),
-        "us": [np.ravel(value(u)) if u.numel() else np.zeros(0) for u in st.u],
-        "derivatives": one_pass,
-        "derivatives_total": derivative_time,
-        "linear_algebra": linear_algebra.get(solver, lambda: float("nan"))() / iters,
-        "success": stats["success"],
-        "build": build + setup,
-        "stages": stages,
-    }
+    spent = raw["t_proc_total"]
+    while True:
+        iters = max(stats["iterations"], 1)
+        value = st.opti.debug.value
+        calls = {k: raw.get(f"n_call_nlp_{k}", 0) for k in ("jac_g", "grad_f", "hess_l", "jac_fg")}
+        linear_algebra = {"fatrop": raw.get("fatrop", {}).get("compute_sd_time"), "sqpmethod": raw.get("t_proc_QP")}
+        yield {
+            "solver": f"casadi {solver}, {hessian} Hessian" + (", compiled stages" if compiled else ", VM"),
+            "iterations": stats["iterations"],
+            "cpu": raw["t_proc_total"],
+            "xs": np.array([np.ravel(value(x)) for x in st.x]),
+            "us": [np.ravel(value(u)) if u.numel() else np.zeros(0) for u in st.u],
+            # one evaluation of each derivative: what an iteration needs
+            "derivatives": sum(raw.get(f"t_proc_nlp_{k}", 0.0) / n for k, n in calls.items() if n),
+            "linear_algebra": (linear_algebra.get(solver) or float("nan")) / iters,
+            "success": stats["success"],
+            "build": build + setup,
+            "stages": stages,
+        }
+        if spent < REPEAT_BUDGET:
+            again, again_raw = mod.ocp.solve(st.opti), st.opti.stats()
+            spent += again_raw["t_proc_total"]
+            if again_raw["t_proc_total"] < raw["t_proc_total"]:
+                stats, raw = again, again_raw
 
 
 BUILD = """
@@ -207,9 +204,9 @@ def cold_and_warm_build(name):
         return [float(subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout) for _ in "cw"]
 
 
-# this machine's speed drifts by tens of percent within minutes (a shared VM): each solver's fastest of up to
-# REPEATS solves (casadi's within REPEAT_BUDGET CPU seconds) is reported
-REPEATS, REPEAT_BUDGET = 3, 10.0
+# this machine's speed drifts by tens of percent within minutes (a shared VM): each solver's fastest of
+# REPEATS solves, interleaved with the others' (casadi's within REPEAT_BUDGET CPU seconds), is reported
+REPEATS, REPEAT_BUDGET = 5, 10.0
 TOL, MAX_ITER = 1e-7, 300  # the solvers' tolerance (their KKT residual): the cost to 1e-10 of FDDP's
 VARIANTS = {  # name -> (solver, Hessian, compiled stages)
     "ipopt-gn-compiled": ("ipopt", "gauss-newton", True),
@@ -280,28 +277,32 @@ def main(argv=None):
     model = mod.load_robot("solo12")
     threads = os.environ["OMP_NUM_THREADS"]
     lines = [f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}\n"]
+    variants = args.variants.split(",")
     for name in args.problems.split(","):
         problem, x0 = crocoddyl_problem(name)
         print(f"{name}: {problem.T} knots", flush=True)
-        reference = run_fddp(problem, x0)
-        results = [reference]
-        for variant in args.variants.split(","):
-            r = run_casadi(mod, model, name, x0, *VARIANTS[variant])
+        runs = [run_fddp(problem, x0)] + [run_casadi(mod, model, name, x0, *VARIANTS[v]) for v in variants]
+        # the solvers' solves interleaved, round by round, the fastest of each counting: a slow spell of
+        # this machine (it drifts by tens of percent within minutes) then does not decide a ratio
+        for _ in range(REPEATS):
+            results = [next(run) for run in runs]
+        reference = results[0]
+        for variant, r in zip(variants, results[1:]):
             print(f"  {variant}: {r['iterations']} iterations, {r['cpu']:.3f} s", flush=True)
-            results.append(r)
         dc, dx = check_same_problem(problem, results[1]["stages"], reference["xs"], reference["us"], "FDDP's solution")
         lines += [
             f"\n## {name} ({problem.T} knots; same cost at every knot to {dc:.0e}, same next state to {dx:.0e})\n",
             HEADER,
         ]
         lines += [row(r, problem, reference) for r in results]
-        if not args.no_cold:
-            cold, warm = cold_and_warm_build(name)
-            lines.append(
-                f"\nBuilding the compiled Gauss-Newton problem in a fresh process (wall): cold {cold:.1f} s "
-                f"(generating and compiling the stage libraries, side by side), warm {warm:.1f} s (cached)."
-            )
         plot(name, results[:2], RESULTS / f"crocoddyl_{name}.png")
+    # the builds after every solve: FDDP's solves measured 1.6x slower right after gcc's gigabytes
+    for name in [] if args.no_cold else args.problems.split(","):
+        cold, warm = cold_and_warm_build(name)
+        lines.append(
+            f"\nBuilding the compiled Gauss-Newton {name} in a fresh process (wall): cold {cold:.1f} s "
+            f"(generating and compiling the stage libraries, side by side), warm {warm:.1f} s (cached)."
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     (RESULTS / "crocoddyl.md").write_text(text)
