@@ -36,6 +36,10 @@ DYNAMICS = ("aba", "rnea")
 # trot, 150k instructions: Gauss-Newton Hessian 70 us against 97 us at plain -O1 and 67 us at -O3;
 # gcc 25 s against 46 s at -O3 and 150 s at -O2)
 COMPILE_FLAGS = ("-O1", "-march=native")
+# above this many scalar instructions a Gauss-Newton stage's products are sparse matrix products (MX:
+# loops) instead of scalar code: talos' two-foot stage wrote 210k lines of them, more than gcc -O1 had
+# compiled in 16 minutes, where solo12's (25k for a two-foot knot) are fastest as scalar code
+SX_PRODUCTS_MAX = 60_000
 
 
 def dynamics(
@@ -240,7 +244,7 @@ def gauss_newton(f):
     return ca.Function(name, args, outputs, names_in, names_out, {"cache": {adj.name(): adj}})
 
 
-def gauss_newton_stage(name, cost, inner):
+def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX):
     """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
     its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
     per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once
@@ -250,10 +254,12 @@ def gauss_newton_stage(name, cost, inner):
     dynamics and the cost's residuals: kinematics, contact forces). With T = d(x, u, p, y)/d(x, u, p)
     the Jacobian (``jac_``) is [T^T grad c; d x_next/d(x, u, p)]; the reverse mode (``adj1_``) uses the
     same blocks, and its Jacobian (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T:
-    no curvature of inner, as ``gauss_newton``. Two SX Functions carry the work: the linearisation
-    (x_next, y and inner's Jacobian, one graph with inner's calls inlined) and the products with the
-    cost's derivatives (scalar code that skips the structural zeros of T); the derivative Functions
-    only call them. Build the NLP from calls of it, or compile it (``compile_stages``)."""
+    no curvature of inner, as ``gauss_newton``. Two Functions carry the work: the linearisation
+    (x_next, y and inner's Jacobian, one SX graph with inner's calls inlined) and the products with the
+    cost's derivatives: scalar SX code that skips the structural zeros of T, or, where that code
+    would exceed ``sx_products_max`` instructions, sparse matrix products (MX), whose C is loops
+    that gcc compiles in seconds. The derivative Functions only call them. Build the NLP from calls
+    of it, or compile it (``compile_stages``)."""
     x, u = ca.MX.sym("x", inner.sparsity_in(0)), ca.MX.sym("u", inner.sparsity_in(1))
     p = ca.MX.sym("p", cost.sparsity_in(2))
     nx, nu, np_ = x.numel(), u.numel(), p.numel()
@@ -267,30 +273,40 @@ def gauss_newton_stage(name, cost, inner):
         ["x_next", "y", "dx_next", "dy"],
     ).expand()
     nominal = ca.Function(f"{name}_nominal", [x, u, p], [cost(x, u, p, y), x_next]).expand()
-    # the products, one SX graph per derivative: T = [I; dy 0] by (x, u, p)
-    w = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
-    dxn_sx = ca.SX.sym("dx_next", linearised.sparsity_out(2))
-    dy_sx = ca.SX.sym("dy", linearised.sparsity_out(3))
-    H, g = ca.hessian(cost(*w), ca.vertcat(*[ca.vec(v) for v in w]))
-    T = ca.vertcat(ca.SX.eye(nx + nu + np_), ca.horzcat(dy_sx, ca.SX(dy_sx.size1(), np_)))
-    G, dxn = ca.mtimes(T.T, g), ca.horzcat(dxn_sx, ca.SX(nx, np_))
-    adj_c_sx, adj_xn_sx = ca.SX.sym("adj_cost"), ca.SX.sym("adj_x_next", nx)
-    upper = ca.triu(ca.mtimes(T.T, ca.mtimes(H, T)))  # symmetric: each entry once
-    HS = adj_c_sx * (upper + ca.tril(upper.T, False))
+    w_sx = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+    curvature = ca.Function(
+        f"{name}_cost_derivatives", w_sx, ca.hessian(cost(*w_sx), ca.vertcat(*[ca.vec(v) for v in w_sx]))
+    )
     parts = [(0, nx), (nx, nx + nu), (nx + nu, nx + nu + np_)]
-    point = [*w, dxn_sx, dy_sx]
 
-    def products(suffix, seeds, outputs):
-        return ca.Function(f"{name}_{suffix}", point + seeds, ca.cse(outputs))
+    def write_products(S):
+        """The products, one graph per derivative, in S (SX: scalar code that skips T's structural
+        zeros; MX: sparse matrix products); T = [I; dy 0] by (x, u, p)."""
+        w = [S.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+        dxn_s, dy_s = S.sym("dx_next", linearised.sparsity_out(2)), S.sym("dy", linearised.sparsity_out(3))
+        H, g = curvature(*w)
+        T = ca.vertcat(S.eye(nx + nu + np_), ca.horzcat(dy_s, S(dy_s.size1(), np_)))
+        G, dxn = ca.mtimes(T.T, g), ca.horzcat(dxn_s, S(nx, np_))
+        adj_c_s, adj_xn_s = S.sym("adj_cost"), S.sym("adj_x_next", nx)
+        upper = ca.triu(ca.mtimes(T.T, ca.mtimes(H, T)))  # symmetric: each entry once
+        HS = adj_c_s * (upper + ca.tril(upper.T, False))
+        point = [*w, dxn_s, dy_s]
 
-    jac_products = products("jac_products", [], [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts])
-    adjoint = adj_c_sx * G + ca.mtimes(dxn.T, adj_xn_sx)
-    adj_products = products("adj_products", [adj_c_sx, adj_xn_sx], [adjoint[a:b] for a, b in parts])
-    blocks = []
-    for a, b in parts:
-        blocks += [HS[a:b, c:d] for c, d in parts]
-        blocks += [ca.SX(b - a, 1), ca.SX(b - a, nx), G[a:b], dxn[:, a:b].T]
-    hess_products = products("hessian_products", [adj_c_sx], blocks)
+        def products(suffix, seeds, outputs):
+            return ca.Function(f"{name}_{suffix}", point + seeds, ca.cse(outputs) if S is ca.SX else outputs)
+
+        jac = products("jac_products", [], [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts])
+        adjoint = adj_c_s * G + ca.mtimes(dxn.T, adj_xn_s)
+        adj = products("adj_products", [adj_c_s, adj_xn_s], [adjoint[a:b] for a, b in parts])
+        blocks = []
+        for a, b in parts:
+            blocks += [HS[a:b, c:d] for c, d in parts]
+            blocks += [S(b - a, 1), S(b - a, nx), G[a:b], dxn[:, a:b].T]
+        return jac, adj, products("hessian_products", [adj_c_s], blocks)
+
+    jac_products, adj_products, hess_products = write_products(ca.SX)
+    if hess_products.n_instructions() > sx_products_max:
+        jac_products, adj_products, hess_products = write_products(ca.MX)
 
     out_c, out_xn = ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)
     adj_c, adj_xn = ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)

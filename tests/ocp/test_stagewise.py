@@ -94,15 +94,19 @@ def test_gauss_newton_keeps_the_jacobian_and_drops_the_curvature():
     assert np.abs(np.array(Hc(point["x"], point["u"], [1.0, 1.0, 1.0]))).max() == 0
 
 
-def test_gauss_newton_stage_derivatives_equal_ad_and_the_wrapped_gauss_newton_model():
+@pytest.mark.parametrize("sx_products_max", [ocp.SX_PRODUCTS_MAX, 0], ids=["scalar products", "matrix products"])
+def test_gauss_newton_stage_derivatives_equal_ad_and_the_wrapped_gauss_newton_model(sx_products_max):
     """gauss_newton_stage's written-out Jacobian equals casadi's AD of the plain stage, and the Hessian
-    of a call (its jac_adj1_) equals the one casadi takes through gauss_newton(inner)."""
+    of a call (its jac_adj1_) equals the one casadi takes through gauss_newton(inner), with the products
+    as scalar code (SX) and as sparse matrix products (MX, for large stages)."""
     step, residual = pendulum()
     x, u, p, y = ca.SX.sym("x", 2), ca.SX.sym("u"), ca.SX.sym("p", 2), ca.SX.sym("y", 3)
     cost = ca.Function("c", [x, u, p, y], [p[0] * ca.sumsqr(y) + ca.fmax(y[2] - p[1], 0) ** 2 + ca.sin(x[0]) * u])
     X, U, P = ca.MX.sym("x", 2), ca.MX.sym("u"), ca.MX.sym("p", 2)
     inner = ca.Function("inner", [X, U], [step(X, U), residual(X, U)])
-    stage = ocp.gauss_newton_stage("pendulum_gn", cost, inner)
+    stage = ocp.gauss_newton_stage("pendulum_gn", cost, inner, sx_products_max)
+    products = stage.reverse(1).jacobian().find_function("pendulum_gn_hessian_products")
+    assert products.is_a("MXFunction") == (sx_products_max == 0)
     reference = ocp.gauss_newton(inner)(X, U)
     plain = ca.vertcat(cost(X, U, P, reference[1]), reference[0])
     called = ca.vertcat(*stage(X, U, P))
@@ -160,7 +164,8 @@ def test_gauss_newton_stages_compiled_take_the_vm_iterates(solutions):
     assert vm["cost"] == pytest.approx(solutions["fatrop"][0]["cost"], rel=1e-6)
 
 
-def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_iterates():
+@pytest.mark.parametrize("sx_products_max", [ocp.SX_PRODUCTS_MAX, 0], ids=["scalar products", "matrix products"])
+def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_iterates(sx_products_max):
     """compile_stages keeps a Gauss-Newton stage's linearisation per knot point (codegen.memoize): its
     Jacobian, gradient and Hessian calls share it, and fatrop takes the iterates of the Gauss-Newton model
     that casadi's AD gives (``gauss_newton`` of the plain inner Function)."""
@@ -169,9 +174,10 @@ def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_it
     cost = ca.Function("c", [x, u, p, y], [p * ca.sumsqr(y)])
     X, U = ca.MX.sym("x", 2), ca.MX.sym("u")
     inner = ca.Function("inner", [X, U], [step(X, U), residual(X, U)])
-    stage = ocp.gauss_newton_stage("pendulum_kept", cost, inner)
-    (compiled,) = ocp.compile_stages([stage], "test_stagewise_kept")
-    sources = codegen.cache_dir().glob("test_stagewise_kept_pendulum_kept-*/*.c")
+    stage = ocp.gauss_newton_stage("pendulum_kept", cost, inner, sx_products_max)
+    library = f"test_stagewise_kept{sx_products_max}"
+    (compiled,) = ocp.compile_stages([stage], library)
+    sources = codegen.cache_dir().glob(f"{library}_pendulum_kept-*/*.c")
     assert any("casrbd.codegen.memoize: pendulum_kept_linearised" in s.read_text() for s in sources)
     model = ocp.gauss_newton(inner)
 
