@@ -8,6 +8,10 @@ the compiled code's time through ``casrbd.fast`` and, when Pinocchio is
 installed, Pinocchio's through its Python bindings).
 ``casrbd info [ROBOT]``: the model, its frames and limits, and the size of the
 core Functions.
+``casrbd cache``: where the disk cache of Functions and compiled libraries is and
+what it holds; ``--clear`` removes its entries (``--unused-days N``: those
+not used for N days). Entries of older casrbd or casadi versions are never
+loaded again and stay until cleared.
 ROBOT is a URDF or MJCF path, a model shipped with the package (default
 ``arm7``) or an example-robot-data robot name (``casrbd.models.EXAMPLE_ROBOTS``:
 every name ``example_robot_data.load`` takes).
@@ -19,7 +23,7 @@ import timeit
 
 import numpy as np
 
-from . import __version__
+from . import __version__, codegen
 from .api import difference, integrate, random_configuration
 from .functions import function
 from .models import DEFAULT_ROBOT, load_robot, robot_format, robot_path
@@ -185,6 +189,27 @@ def info(args):
         print(f"  {name:<22s} {function(model, name).n_instructions():8d}")
 
 
+def cache(args):
+    root = codegen.cache_dir()
+    if args.unused_days is not None and not args.clear:
+        raise ValueError("--unused-days selects what --clear removes: give both")
+    if args.clear:
+        removed = codegen.prune_cache(args.unused_days, root)
+        print(f"{root}: removed {len(removed)} entries, {_megabytes(sum(e.size for e in removed))}")
+        return
+    entries = codegen.cache_entries(root)
+    print(f"{root}: {len(entries)} entries, {_megabytes(sum(e.size for e in entries))}")
+    for kind in ("function", "library", "benchmark", "partial"):
+        some = [e for e in entries if e.kind == kind]
+        if some:
+            size, idle = _megabytes(sum(e.size for e in some)), max(e.idle for e in some) / 86400
+            print(f"  {kind:9} {len(some):5} {size:>10}  oldest use {idle:.1f} days ago")
+
+
+def _megabytes(size):
+    return f"{size / 1e6:.1f} MB"
+
+
 def _numbers(x):
     return "[" + " ".join(f"{value:.4g}" for value in x) + "]"
 
@@ -215,6 +240,10 @@ def main(argv=None):
                 help="careful timing, plus compiled code (casrbd.fast, compiles every Function once) and Pinocchio",
             )
         p.set_defaults(run=run)
+    p = sub.add_parser("cache", help="the disk cache of Functions and compiled libraries: where, how large; --clear")
+    p.add_argument("--clear", action="store_true", help="remove entries (all, or those of --unused-days)")
+    p.add_argument("--unused-days", type=float, metavar="N", help="with --clear: only entries not used for N days")
+    p.set_defaults(run=cache)
     args = parser.parse_args(argv)
     try:
         args.run(args)

@@ -47,6 +47,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import casadi as ca
 
@@ -111,6 +112,68 @@ def cache_dir():
     if os.environ.get("CASRBD_CACHE"):
         return Path(os.environ["CASRBD_CACHE"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "casrbd"
+
+
+# a private build directory or temporary file this old belongs to no running process
+STALE_SECONDS = 3600
+
+
+class CacheEntry(NamedTuple):
+    """One entry of the build cache: ``kind`` "function" (``casrbd.function``'s serialized Functions),
+    "library" (a compiled library), "benchmark" (an object of ``benchmarks/``) or "partial" (a build or
+    write in progress, or left by a process that died); its bytes and the seconds since it was last
+    written or loaded."""
+
+    kind: str
+    path: Path
+    size: int
+    idle: float
+
+
+def cache_entries(root=None):
+    """The entries under ``root`` (``cache_dir()``), oldest use first. Files of other names are not
+    entries: they are never listed or removed."""
+    root, now, found = Path(root or cache_dir()), time.time(), []
+
+    def add(kind, path, stamp):
+        with contextlib.suppress(FileNotFoundError):  # another process removed it meanwhile
+            files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
+            size = sum(f.stat().st_size for f in files)
+            found.append(CacheEntry(kind, path, size, now - stamp.stat().st_mtime))
+
+    for path in sorted(root.glob("functions/*")):
+        if path.suffix in (".json", ".tmp"):
+            add("function" if path.suffix == ".json" else "partial", path, path)
+    for path in sorted(root.glob("bench/*")):
+        if path.is_dir():
+            add("benchmark", path, path)
+    for path in sorted(root.iterdir()) if root.is_dir() else ():
+        if path.is_dir() and path.name.startswith("."):
+            add("partial", path, path)
+        elif path.is_dir() and (path / MANIFEST).is_file():
+            add("library", path, path / MANIFEST)
+    return sorted(found, key=lambda e: -e.idle)
+
+
+def prune_cache(unused_days=None, root=None):
+    """Remove the cache entries not written or loaded for more than ``unused_days`` days (every entry
+    when None), and partial ones older than ``STALE_SECONDS``; returns the removed ``CacheEntry``s.
+    Safe beside running processes: a directory is renamed away in one step before it is deleted, a
+    library already loaded stays mapped, and a Function or library removed is rebuilt when asked for."""
+    if unused_days is not None and not unused_days >= 0:
+        raise ValueError(f"prune_cache: unused_days must be a number of days >= 0, got {unused_days!r}")
+    removed = []
+    for entry in cache_entries(root):
+        limit = STALE_SECONDS if entry.kind == "partial" else 0 if unused_days is None else 86400 * unused_days
+        if entry.idle <= limit:
+            continue
+        if entry.path.is_dir():
+            _discard(entry.path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                entry.path.unlink()
+        removed.append(entry)
+    return removed
 
 
 def _cpu():
@@ -403,6 +466,8 @@ def _load(entry, key, everything, names, seconds):
             raise _BadEntry(library, f"does not load {f.name()} ({str(e).splitlines()[-1]})") from None
         if _signature(loaded[f.name()]) != _signature(f):
             raise _BadEntry(library, f"holds a {f.name()} of another signature than the one built")
+    with contextlib.suppress(OSError):  # its last use, for prune_cache (a read-only cache stays as it is)
+        os.utime(manifest)
     return Library(library, entry / record["source"], {n: loaded[n] for n in names}, seconds)
 
 

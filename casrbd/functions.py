@@ -19,6 +19,7 @@ adjoint is stored beside the Function and installed again on loading.
 ``CASRBD_FUNCTION_CACHE=off`` neither reads nor writes these entries.
 """
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -239,6 +240,8 @@ def _load(path, key, analytical, adjoint):
         if hashlib.sha256(payload.encode()).hexdigest() != entry["sha256"]:
             raise ValueError("its payload does not hash to its recorded SHA-256 (truncated or corrupted)")
         functions = [ca.Function.deserialize(text) for text in json.loads(payload)]
+        with contextlib.suppress(OSError):  # its last use, for codegen.prune_cache
+            os.utime(path)
         if len(functions) != 1 + adjoint:
             raise ValueError(f"it holds {len(functions)} Functions, expected {1 + adjoint}")
         f, *rest = functions

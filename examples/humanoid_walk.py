@@ -15,7 +15,7 @@ Built as examples/quadruped_gait.py builds the solo12 trot: one SX cost of
 (x, u, p, y) per knot type, y from calls of the kinematics and the dynamics,
 Gauss-Newton stages (``ocp.gauss_newton_stage``), compiled with ``--compiled``.
 
-    python examples/humanoid_walk.py --solver ipopt --compiled --html walk.html
+    python examples/humanoid_walk.py --compiled --html walk.html    # fatrop; --solver ipopt
 """
 
 import argparse
@@ -181,7 +181,7 @@ def transcribe(model, knots, x0, compiled=None):
     )
 
 
-def solve(solver="ipopt", compiled=False, verbose=False, **sizes):
+def solve(solver="fatrop", compiled=False, verbose=False, **sizes):
     """Solve the walk (``sizes``: ``walk``'s arguments); returns a dict with the model, knots, states
     xs (knots x 77), controls us (empty at impulses), the stage Functions and the solver's stats."""
     model, x0 = load_talos()
@@ -193,7 +193,7 @@ def solve(solver="ipopt", compiled=False, verbose=False, **sizes):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--solver", choices=ocp.SOLVERS, default="ipopt")
+    parser.add_argument("--solver", choices=ocp.SOLVERS, default="fatrop")
     parser.add_argument("--compiled", action="store_true", help="the stage Functions as C")
     parser.add_argument("--verbose", action="store_true", help="the solver's iteration log")
     parser.add_argument("--html", metavar="PATH", help="write the motion as an HTML animation")

@@ -182,7 +182,7 @@ def transcribe(model, knots, x0, hessian="exact", compiled=None):
     )
 
 
-def solve(problem="trot", solver="ipopt", hessian="gauss-newton", compiled=False, verbose=False, **sizes):
+def solve(problem="trot", solver="fatrop", hessian="gauss-newton", compiled=False, verbose=False, **sizes):
     """Solve Crocoddyl's ``problem`` ("trot" or "jump", ``sizes`` to change its arguments) for solo12;
     returns a dict with the model, knots, states xs (knots x 37), controls us (a list, empty at
     impulses), the stage Functions and the solver's stats."""
@@ -201,7 +201,7 @@ def solve(problem="trot", solver="ipopt", hessian="gauss-newton", compiled=False
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", choices=("trot", "jump"), default="trot")
-    parser.add_argument("--solver", choices=ocp.SOLVERS, default="ipopt")
+    parser.add_argument("--solver", choices=ocp.SOLVERS, default="fatrop")
     parser.add_argument("--hessian", choices=HESSIANS, default="gauss-newton")
     parser.add_argument("--compiled", action="store_true", help="the stage Functions as C (Gauss-Newton Hessian)")
     parser.add_argument("--verbose", action="store_true", help="the solver's iteration log")

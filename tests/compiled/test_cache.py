@@ -175,3 +175,61 @@ def test_memoized_dependency_answers_as_the_vm_whatever_the_order_and_collisions
                 assert np.array_equal(got, want), (slots, k, f.name())
     with pytest.raises(ValueError, match="calls a Function named 'nobody'"):
         codegen.compile_libraries({"memo_none": callers}, flags=FLAGS, memo={"memo_none": ["nobody"]})
+
+
+def age(path, days):
+    """Set the file's last use ``days`` ago."""
+    stamp = path.stat().st_mtime - 86400 * days
+    os.utime(path, (stamp, stamp))
+
+
+def kinds(entries):
+    return sorted(e.kind for e in entries)
+
+
+def test_pruning_removes_what_was_not_used_and_keeps_what_was(cache, monkeypatch):
+    """prune_cache(days) removes the libraries and Function entries not written or loaded for that long,
+    and old partial builds; loading an entry counts as a use; files that are no entries stay; a removed
+    library is rebuilt when asked for."""
+    import casrbd
+    from casrbd import functions
+    from casrbd.models import load_robot
+
+    monkeypatch.setattr(functions, "DISK_MIN_SECONDS", 0.0)
+    casrbd.function(load_robot("arm7"), "rnea")
+    old, used = codegen.compile_functions(tiny(), flags=FLAGS), codegen.compile_functions(tiny(3), flags=FLAGS)
+    (stale := cache / ".tiny-crashed").mkdir()
+    (cache / ".tiny-building").mkdir()
+    (cache / "notes.txt").write_text("mine")
+    age(stale, 1 / 12)
+    assert kinds(codegen.cache_entries()) == ["function", "library", "library", "partial", "partial"]
+    (entry,) = cache.glob("functions/*.json")
+    for path in (entry, old.path.parent / codegen.MANIFEST, used.path.parent / codegen.MANIFEST):
+        age(path, 3)
+    assert codegen.compile_functions(tiny(3), flags=FLAGS).compile_seconds is None  # a use
+    removed = codegen.prune_cache(2)
+    assert sorted(e.path for e in removed) == sorted([stale, entry, old.path.parent])
+    assert kinds(codegen.cache_entries()) == ["library", "partial"]
+    assert (cache / "notes.txt").read_text() == "mine"
+    rebuilt = codegen.compile_functions(tiny(), flags=FLAGS)
+    assert rebuilt.compile_seconds is not None
+    assert_answers_as(rebuilt["tiny"], tiny())
+    assert kinds(codegen.prune_cache()) == ["library", "library"]  # a fresh partial build is someone's
+    with pytest.raises(ValueError, match="unused_days"):
+        codegen.prune_cache(-1)
+
+
+def test_the_cache_command_shows_and_clears(cache, capsys):
+    from casrbd.cli import main
+
+    codegen.compile_functions(tiny(), flags=FLAGS)
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out
+    assert str(cache) in out and re.search(r"library\s+1\b", out)
+    assert main(["cache", "--unused-days", "1"]) == 2
+    assert "--clear" in capsys.readouterr().err
+    assert main(["cache", "--clear", "--unused-days", "1"]) == 0
+    assert "removed 0 entries" in capsys.readouterr().out
+    assert main(["cache", "--clear"]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert codegen.cache_entries() == []
