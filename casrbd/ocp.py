@@ -521,8 +521,11 @@ def solve(opti):
         if "return_status" not in str(e):  # not IPOPT failing, but building or calling the problem
             raise
     s = opti.stats()
+    status = s["return_status"]
+    if not isinstance(status, str):  # fatrop's: a number
+        status = f"{'Solve_Succeeded' if s['success'] else 'Solve_Failed'} (return code {status})"
     out = {
-        "status": str(s["return_status"]),
+        "status": status,
         "success": bool(s["success"]),
         "iterations": int(s["iter_count"]),
         "cost": float(opti.debug.value(opti.f)),
