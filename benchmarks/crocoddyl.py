@@ -128,8 +128,9 @@ def run_fddp(problem, x0):
 
 
 def run_casadi(mod, model, name, x0, solver, hessian, compiled):
-    """Generator: the first step builds and solves, each further step solves again from the same guess
-    (while the solves so far took under REPEAT_BUDGET); each yields the result of the fastest solve."""
+    """Generator: the first step builds and solves, each further step solves again from the guess scaled
+    by 1 + 1e-13 r (while the solves so far took under REPEAT_BUDGET); each yields the result of the
+    fastest solve."""
     knots = getattr(mod, name)(model, mod.STANDING)
     library = f"solo12_{name}" if compiled else None
     start = time.perf_counter()

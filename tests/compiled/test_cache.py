@@ -15,7 +15,10 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from casrbd import codegen
+import casrbd
+from casrbd import codegen, functions
+from casrbd.cli import main
+from casrbd.models import load_robot
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
@@ -191,10 +194,6 @@ def test_pruning_removes_what_was_not_used_and_keeps_what_was(cache, monkeypatch
     """prune_cache(days) removes the libraries and Function entries not written or loaded for that long,
     and old partial builds; loading an entry counts as a use; files that are no entries stay; a removed
     library is rebuilt when asked for."""
-    import casrbd
-    from casrbd import functions
-    from casrbd.models import load_robot
-
     monkeypatch.setattr(functions, "DISK_MIN_SECONDS", 0.0)
     casrbd.function(load_robot("arm7"), "rnea")
     old, used = codegen.compile_functions(tiny(), flags=FLAGS), codegen.compile_functions(tiny(3), flags=FLAGS)
@@ -220,8 +219,6 @@ def test_pruning_removes_what_was_not_used_and_keeps_what_was(cache, monkeypatch
 
 
 def test_the_cache_command_shows_and_clears(cache, capsys):
-    from casrbd.cli import main
-
     codegen.compile_functions(tiny(), flags=FLAGS)
     assert main(["cache"]) == 0
     out = capsys.readouterr().out
