@@ -278,22 +278,37 @@ def _dependency(functions, name):
     raise ValueError(f"memo: none of {[f.name() for f in functions]} calls a Function named {name!r}")
 
 
-# per memoized Function and thread: far more slots than an optimal control problem has knots, so that few collide
-MEMO_BYTES, MEMO_SLOTS = 1 << 24, 1024
+# per memoized Function and thread: far more slots than an optimal control problem has knots, in sets
+# of MEMO_WAYS, so that a point displaces another only where more than MEMO_WAYS share a set (a
+# direct-mapped table of 912 slots had a pair of solo12's 25 two-foot knots on one slot, and both were
+# recomputed at every evaluation of the iteration)
+MEMO_BYTES, MEMO_SLOTS, MEMO_WAYS = 1 << 24, 1024, 4
 MEMO_WRAPPER = """
-/* casrbd.codegen.memoize: {name}'s outputs kept per input, in a direct-mapped table of {slots} entries
-   (allocated per thread on first use); a hit is an input equal bit for bit to the one stored */
+/* casrbd.codegen.memoize: {name}'s outputs kept per input, in a table of {sets} sets of {ways} entries
+   (allocated per thread on first use); a hit is an input equal bit for bit to one stored in its set */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 static int {raw}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem);
 static _Thread_local casadi_real* {raw}_table;
+static int {raw}_holds(const casadi_real* slot, const casadi_real** arg, const casadi_int* n_in) {{
+  casadi_int i, j, k;
+  casadi_real x;
+  if (slot[0] == 0) return 0;
+  for (i = 0, k = 1; i < {inputs}; ++i) {{
+    for (j = 0; j < n_in[i]; ++j, ++k) {{
+      x = arg[i] ? arg[i][j] : 0;
+      if (memcmp(slot + k, &x, sizeof x)) return 0;
+    }}
+  }}
+  return 1;
+}}
 static int {fn}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem) {{
   static const casadi_int n_in[] = {{{n_in}}}, n_out[] = {{{n_out}}};
-  casadi_real *slot, *outputs[{outputs}], x;
+  casadi_real *set, *slot = 0, *outputs[{outputs}], x;
   uint64_t h = 1469598103934665603u, bits;
-  casadi_int i, j, k, hit;
-  if (!{raw}_table) {raw}_table = (casadi_real*)calloc({slots} * {stride}, sizeof(casadi_real));
+  casadi_int i, j, k;
+  if (!{raw}_table) {raw}_table = (casadi_real*)calloc({sets} * {ways} * {stride}, sizeof(casadi_real));
   if (!{raw}_table) return {raw}(arg, res, iw, w, mem);
   for (i = 0; i < {inputs}; ++i) {{
     for (j = 0; j < n_in[i]; ++j) {{
@@ -302,26 +317,31 @@ static int {fn}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casa
       h = (h ^ bits) * 1099511628211u;
     }}
   }}
-  slot = {raw}_table + (h % {slots}) * {stride};
-  hit = slot[0] != 0;
-  for (i = 0, k = 1; i < {inputs}; ++i) {{
-    for (j = 0; j < n_in[i]; ++j, ++k) {{
-      x = arg[i] ? arg[i][j] : 0;
-      if (memcmp(slot + k, &x, sizeof x)) hit = 0;
-      slot[k] = x;
+  set = {raw}_table + (h % {sets}) * {ways} * {stride};
+  for (i = 0; i < {ways} && !slot; ++i) {{
+    if ({raw}_holds(set + i * {stride}, arg, n_in)) slot = set + i * {stride};
+  }}
+  k = 1;
+  for (i = 0; i < {inputs}; ++i) k += n_in[i];
+  if (!slot) {{  /* a miss: an empty entry of the set, else one chosen by the hash's high bits */
+    for (i = 0; i < {ways} && !slot; ++i) {{
+      if (set[i * {stride}] == 0) slot = set + i * {stride};
     }}
-  }}
-  for (i = 0; i < {outputs}; ++i) {{
-    outputs[i] = slot + k;
-    k += n_out[i];
-  }}
-  if (!hit) {{
+    if (!slot) slot = set + (casadi_int)((h >> 40) % {ways}) * {stride};
+    for (i = 0, j = 0; i < {outputs}; ++i) {{
+      outputs[i] = slot + k + j;
+      j += n_out[i];
+    }}
     slot[0] = 0;
     if ({raw}(arg, outputs, iw, w, mem)) return 1;
+    for (i = 0, k = 1; i < {inputs}; ++i) {{
+      for (j = 0; j < n_in[i]; ++j, ++k) slot[k] = arg[i] ? arg[i][j] : 0;
+    }}
     slot[0] = 1;
   }}
   for (i = 0; i < {outputs}; ++i) {{
-    if (res[i]) memcpy(res[i], outputs[i], n_out[i] * sizeof(casadi_real));
+    if (res[i]) memcpy(res[i], slot + k, n_out[i] * sizeof(casadi_real));
+    k += n_out[i];
   }}
   return 0;
 }}
@@ -332,8 +352,9 @@ def memoize(source, f):
     """casadi's generated C ``source`` with the Function ``f``, called inside it, evaluated once per
     distinct input: the callers share its outputs (an optimal control problem's Jacobian, gradient and
     Hessian evaluations each call a stage's linearisation at the same knot points, in turn over the
-    knots). The table holds as many entries as fit in ``MEMO_BYTES``; a slot taken by another input is
-    recomputed. Deterministic: a hit returns the bits that the evaluation at that input returned."""
+    knots). The table holds as many entries as fit in ``MEMO_BYTES``, in sets of ``MEMO_WAYS``; an
+    input whose set is full displaces one of its entries, which is recomputed when asked again.
+    Deterministic: a hit returns the bits that the evaluation at that input returned."""
     signature = "(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem) {"
     comment = r"^/\* " + re.escape(f.name()) + r":\(.*\*/\n"  # casadi writes one above each Function
     pattern = re.compile(comment + r"static int (casadi_f\d+)" + re.escape(signature), re.M)
@@ -342,11 +363,15 @@ def memoize(source, f):
         raise ValueError(f"memo: casadi's C holds {len(found)} definitions of {f.name()!r}, expected one")
     fn = found[0]
     stride = 1 + f.nnz_in() + f.nnz_out()
+    slots = max(1, min(MEMO_SLOTS, MEMO_BYTES // (8 * stride)))
+    ways = min(MEMO_WAYS, slots)
+    sets = slots // ways
     wrapper = MEMO_WRAPPER.format(
         name=f.name(),
         fn=fn,
         raw=fn + "_evaluate",
-        slots=max(1, min(MEMO_SLOTS, MEMO_BYTES // (8 * stride))),
+        sets=sets,
+        ways=ways,
         stride=stride,
         inputs=f.n_in(),
         outputs=f.n_out(),
@@ -553,7 +578,8 @@ def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=Non
         packed = ca.StringSerializer()
         packed.pack(everything)  # the Functions they share (a stage's linearisation), written once
         kept = tuple(memo.get(name, ()))
-        parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, *kept, _cpu(), packed.encode()]
+        wrapper = f"{MEMO_WRAPPER}{MEMO_BYTES} {MEMO_SLOTS} {MEMO_WAYS}" if kept else ""  # memo tables as written
+        parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, *kept, wrapper, _cpu(), packed.encode()]
         key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
         plans.append((cache_dir() / f"{name}-{key}", key, everything, name, [f.name() for f in functions], kept))
     found, builds = {}, {}

@@ -40,6 +40,9 @@ COMPILE_FLAGS = ("-O1", "-march=native")
 # loops) instead of scalar code: talos' two-foot stage wrote 210k lines of them, more than gcc -O1 had
 # compiled in 16 minutes, where solo12's (25k for a two-foot knot) are fastest as scalar code
 SX_PRODUCTS_MAX = 60_000
+# the output of a stage Function that Stagewise.step closes the gap to (x_{k+1} - x_next = 0: fatrop's
+# structure detection takes the gap with +I on x_{k+1}); compile_stages keeps it negated in the C
+GAP_OUTPUT = "x_next"
 
 
 def dynamics(
@@ -401,22 +404,67 @@ def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
     ``gauss_newton``) unless their second derivatives are small: casadi's AD of the contact dynamics
     writes megabytes of C. The linearisation of a Gauss-Newton stage (``<stage>_linearised``) is
     evaluated once per knot point and shared by the Jacobian, gradient and Hessian evaluations of an
-    iteration (``codegen.memoize``), as Crocoddyl's ``calcDiff`` computes a knot's derivatives once.
+    iteration (``codegen.memoize``), as Crocoddyl's ``calcDiff`` computes a knot's derivatives once;
+    so is its cost and next state (``<stage>_nominal``), which the solvers ask again with the gradient
+    and the constraint Jacobian at the point their line search accepted.
     Solve an NLP of their calls with ``solver_options(expand=True)``: casadi's SX then assembles the
     Jacobian and Hessian from the stages' blocks (its MX multiplies each block by a matrix of seed
-    directions, which costs more than the stages' own derivatives on solo12's trot).
-    Returns the loaded Functions in the given order."""
+    directions, which costs more than the stages' own derivatives on solo12's trot). The library holds
+    each stage with its next state negated (``negated``) and the Function returned negates it back:
+    in the gap x_{k+1} - x_next, casadi's SX folds the two signs, where it would otherwise negate each
+    entry of the Jacobian in its VM (93k of the 195k instructions of the trot's constraint Jacobian).
+    Returns the loaded Functions in the given order, with the names, inputs and outputs given."""
     names = [f.name() for f in functions]
     if len(set(names)) != len(names):
         raise ValueError(f"compile_stages: the stage Functions need distinct names, got {names}")
-    libraries = {f"{name}_{f.name()}": stage_derivatives(f) for f in functions}
+    cores = [negated(f, GAP_OUTPUT) for f in functions]
+    libraries = {f"{name}_{f.name()}": stage_derivatives(core) for f, core in zip(functions, cores)}
     memo = {
-        library: [f"{f.name()}_linearised"]
+        library: [
+            g for g in (f"{f.name()}_linearised", f"{f.name()}_nominal") if any(_calls(d, g) for d in derivatives)
+        ]
         for (library, derivatives), f in zip(libraries.items(), functions)
-        if any(_calls(g, f"{f.name()}_linearised") for g in derivatives)
     }
     libraries = codegen.compile_libraries(libraries, flags=flags, verbose=verbose, memo=memo)
-    return [lib[n] for lib, n in zip(libraries, names)]
+    # the Functions as given: their gap output negated back, which casadi's SX folds into Stagewise's
+    # x_{k+1} - x_next (x_{k+1} + m), so that the Jacobian's entries reach the solver as the C wrote them
+    loaded = []
+    for lib, core, f in zip(libraries, cores, functions):
+        args, flip = core.mx_in(), core is not f
+        outs = [-v if flip and n == GAP_OUTPUT else v for v, n in zip(lib[core.name()].call(args), f.name_out())]
+        loaded.append(ca.Function(f.name(), args, outs, f.name_in(), f.name_out()))
+    return loaded
+
+
+def negated(f, output, name=None):
+    """f with its output named ``output`` negated (f unchanged if it has none), named ``name`` (default
+    ``<f>_negated``), with its derivatives (``jac_``, ``adj1_``, ``jac_adj1_``) f's, negated where they
+    involve that output: compiled, the negations are instructions of the C, where casadi's SX would
+    otherwise negate each entry of a stage's Jacobian in its VM (``compile_stages``)."""
+    if output not in f.name_out():
+        return f
+    name = name or f"{f.name()}_negated"
+    n_in, sign = f.n_in(), [-1 if n == output else 1 for n in f.name_out()]
+
+    def flip(values, signs):
+        return [-v if s < 0 else v for v, s in zip(values, signs)]
+
+    def function(g, label, flip_in, flip_out, options=None):
+        """g under the name ``label``: g at its inputs flipped by ``flip_in``, its outputs by ``flip_out``."""
+        args = g.mx_in()
+        out = flip(g.call(flip(args, flip_in), True, False), flip_out)
+        return ca.Function(label, args, out, g.name_in(), g.name_out(), options or {})
+
+    adjoint = f.reverse(1)
+    seeds = [1] * n_in + sign + sign  # adj1's inputs: f's inputs, its outputs, their seeds
+    jac_rows = [s for s in sign for _ in range(n_in)]  # jac_: a block per (output, input), output-major
+    hessian = function(
+        adjoint.jacobian(), "jac_adj1_" + name, seeds + [1] * n_in, [s for _ in range(n_in) for s in seeds]
+    )
+    adj = function(adjoint, "adj1_" + name, seeds, [1] * n_in, {"custom_jacobian": hessian, "jac_penalty": 0})
+    jac = function(f.jacobian(), "jac_" + name, [1] * n_in + sign, jac_rows)
+    options = {"custom_jacobian": jac, "jac_penalty": 0, "cache": {adj.name(): adj}}
+    return function(f, name, [1] * n_in, sign, options)
 
 
 def _calls(f, name):

@@ -24,9 +24,10 @@ def pendulum():
     return step, residual
 
 
-def swing_up(solver, step, residual, stage=None, weight=1.0, **solver_args):
+def swing_up(solver, step, residual, stage=None, weight=1.0, expand=False, **solver_args):
     """The swing-up stage by stage; ``stage``: a Function (x, u) -> (cost, x_next) used instead;
-    ``weight`` multiplies the objective; ``solver_args`` go to ``Stagewise.solver``."""
+    ``weight`` multiplies the objective; ``expand``: the NLP as SX; ``solver_args`` go to
+    ``Stagewise.solver``."""
     st = ocp.Stagewise()
     x = st.state(2)
     st.subject_to(x == [0, 0])
@@ -41,7 +42,7 @@ def swing_up(solver, step, residual, stage=None, weight=1.0, **solver_args):
     st.subject_to(x[0] <= 1.5)
     for k, x in enumerate(st.x):
         st.opti.set_initial(x, [np.pi * k / N, 0])
-    st.solver(solver, ocp.solver_options(solver=solver), **solver_args)
+    st.solver(solver, ocp.solver_options(solver=solver, expand=expand), **solver_args)
     stats = ocp.solve(st.opti)
     return stats, np.array([st.opti.value(x) for x in st.x]), st.opti.stats()
 
@@ -167,9 +168,10 @@ def test_gauss_newton_stages_compiled_take_the_vm_iterates(solutions):
 
 @pytest.mark.parametrize("sx_products_max", [ocp.SX_PRODUCTS_MAX, 0], ids=["scalar products", "matrix products"])
 def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_iterates(sx_products_max):
-    """compile_stages keeps a Gauss-Newton stage's linearisation per knot point (codegen.memoize): its
-    Jacobian, gradient and Hessian calls share it, and fatrop takes the iterates of the Gauss-Newton model
-    that casadi's AD gives (``gauss_newton`` of the plain inner Function)."""
+    """compile_stages keeps a Gauss-Newton stage's linearisation and its cost and next state per knot
+    point (codegen.memoize): its Jacobian, gradient and Hessian calls share them, and fatrop takes the
+    iterates of the Gauss-Newton model that casadi's AD gives (``gauss_newton`` of the plain inner
+    Function), in casadi's MX and SX."""
     step, residual = pendulum()
     x, u, p, y = ca.SX.sym("x", 2), ca.SX.sym("u"), ca.SX.sym("p"), ca.SX.sym("y", 3)
     cost = ca.Function("c", [x, u, p, y], [p * ca.sumsqr(y)])
@@ -179,7 +181,9 @@ def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_it
     library = f"test_stagewise_kept{sx_products_max}"
     (compiled,) = ocp.compile_stages([stage], library)
     sources = codegen.cache_dir().glob(f"{library}_pendulum_kept-*/*.c")
-    assert any("casrbd.codegen.memoize: pendulum_kept_linearised" in s.read_text() for s in sources)
+    text = "".join(s.read_text() for s in sources)
+    assert "casrbd.codegen.memoize: pendulum_kept_linearised" in text
+    assert "casrbd.codegen.memoize: pendulum_kept_nominal" in text
     model = ocp.gauss_newton(inner)
 
     def reference(x, u):
@@ -187,9 +191,60 @@ def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_it
         return cost(x, u, 1.0, r), x_next
 
     vm, x_vm, _ = swing_up("fatrop", None, None, reference)
-    c, x_c, _ = swing_up("fatrop", None, None, lambda x, u: compiled(x, u, 1.0))
-    assert vm["success"] and c["iterations"] == vm["iterations"]
-    np.testing.assert_allclose(x_c, x_vm, atol=1e-10)
+    for expand in (False, True):
+        c, x_c, _ = swing_up("fatrop", None, None, lambda x, u: compiled(x, u, 1.0), expand=expand)
+        assert vm["success"] and c["iterations"] == vm["iterations"], expand
+        np.testing.assert_allclose(x_c, x_vm, atol=1e-10)
+    # the library holds the next state negated: in SX, the gap x_{k+1} - x_next folds the two signs
+    assert compiled.find_function("pendulum_kept_negated").name_out() == ["cost", "x_next"]
+    st = ocp.Stagewise()
+    x = st.state(2)
+    u = st.control(1)
+    st.step(compiled(x, u, 1.0)[1])
+    jac_g = ca.Function("g", [st.opti.x], [st.opti.g]).expand().jacobian()
+    ops = [jac_g.instruction_id(k) for k in range(jac_g.n_instructions())]
+    assert ops.count(ca.OP_CALL) >= 1 and ops.count(ca.OP_NEG) == 0
+
+
+def test_negated_stage_derivatives_follow_the_chain_rule():
+    """``negated``: the stage with its next state negated; its value, Jacobian and adjoint equal casadi's
+    AD of -x_next through the stage's derivatives, and its Gauss-Newton Hessian has the stage's
+    curvature blocks (which no seed of x_next enters) and, by the seeds, the negated Jacobian's blocks."""
+    step, residual = pendulum()
+    x, u, p, y = ca.SX.sym("x", 2), ca.SX.sym("u"), ca.SX.sym("p"), ca.SX.sym("y", 3)
+    cost = ca.Function("c", [x, u, p, y], [p * ca.sumsqr(y) + x[0] * u])
+    X, U, P = ca.MX.sym("x", 2), ca.MX.sym("u"), ca.MX.sym("p")
+    stage = ocp.gauss_newton_stage("pendulum_neg", cost, ca.Function("inner", [X, U], [step(X, U), residual(X, U)]))
+    assert ocp.negated(stage, "nothing") is stage
+    neg = ocp.negated(stage, "x_next")
+    assert neg.name() == "pendulum_neg_negated" and neg.name_out() == stage.name_out()
+    c, x_next = stage(X, U, P)
+    reference = ca.Function("reference", [X, U, P], [c, -x_next], ["x", "u", "p"], ["cost", "x_next"])
+    rng = np.random.default_rng(3)
+
+    def dense(values):
+        return [np.array(ca.densify(v)) for v in values]
+
+    def point(g):
+        return [rng.standard_normal(g.sparsity_in(i).shape) for i in range(g.n_in())]
+
+    for got, want in [(neg, reference), (neg.jacobian(), reference.jacobian()), (neg.reverse(1), reference.reverse(1))]:
+        assert got.name_in() == want.name_in() and got.name_out() == want.name_out()
+        for _ in range(3):
+            args = point(want)
+            for a, b in zip(dense(got.call(args)), dense(want.call(args))):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    hessian, curvature = neg.reverse(1).jacobian(), stage.reverse(1).jacobian()
+    assert hessian.name_out() == curvature.name_out()
+    for _ in range(3):
+        args = point(hessian)
+        jac = dict(zip(reference.jacobian().name_out(), dense(reference.jacobian()(*args[:5]))))
+        got = dict(zip(hessian.name_out(), dense(hessian.call(args))))
+        for name, want in zip(curvature.name_out(), dense(curvature.call(args))):
+            adjoint, by = name.removeprefix("jac_adj_").split("_", 1)  # jac_adj_<input>_<by>
+            if by.startswith("adj_"):  # d adj_<input> / d adj_<output> = d <output> / d <input>, transposed
+                want = jac[f"jac_{by[4:]}_{adjoint}"].T
+            np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-12, err_msg=name)
 
 
 def test_stages_in_order_and_solver_choices():
