@@ -180,6 +180,29 @@ def test_memoized_dependency_answers_as_the_vm_whatever_the_order_and_collisions
         codegen.compile_libraries({"memo_none": callers}, flags=FLAGS, memo={"memo_none": ["nobody"]})
 
 
+def test_memoized_dependency_written_from_its_common_subexpressions():
+    """A memoized SX Function whose graph computes sin(x) twice (two expressions built apart) is written
+    with each sine once (codegen.eliminate_common), and answers bit for bit as casadi's VM; an MX
+    Function is left as casadi wrote it."""
+    x, u = ca.SX.sym("x", 3), ca.SX.sym("u")
+    lin = ca.Function(
+        "twice_linearised", [x, u], [ca.sin(x) * u, ca.sin(x) * u + ca.cos(x), ca.sin(x)], ["x", "u"], ["a", "b", "c"]
+    )
+    X, U = ca.MX.sym("x", 3), ca.MX.sym("u")
+    a, b, c = lin.call([X, U], False, True)
+    caller = ca.Function("twice", [X, U], [a + b * c])
+    (lib,) = codegen.compile_libraries({"memo_cse": [caller]}, flags=FLAGS, memo={"memo_cse": [lin.name()]})
+    source = lib.source.read_text()
+    body = source[source.index("_evaluate" + codegen.SIGNATURE) :]
+    assert body[: body.index("\n}\n")].count("=sin(") == 3
+    for k in range(4):
+        point = (np.r_[0.3 * k, -1.2, 2.0 + k], 0.7 - k)
+        assert np.array_equal(np.array(lib["twice"](*point)), np.array(caller(*point))), k
+    outer = ca.Function("outer", [X, U], [caller(X, U)])
+    text = "/* outer:(i0[3],i1)->(o0[3]) */\nstatic int casadi_f1" + codegen.SIGNATURE + "\n  body\n}\n"
+    assert codegen.eliminate_common(text, outer) == text  # an MX Function
+
+
 def age(path, days):
     """Set the file's last use ``days`` ago."""
     stamp = path.stat().st_mtime - 86400 * days
