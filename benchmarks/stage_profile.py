@@ -96,7 +96,7 @@ def main(argv=None):
     model = mod.load_robot("solo12")
     lines = [
         f"casadi {ca.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, gcc "
-        f"{' '.join(mod.ocp.COMPILE_FLAGS)}; `python -m benchmarks.stage_profile` (see its docstring)\n"
+        f"{' '.join(mod.ocp.STAGE_FLAGS)}; `python -m benchmarks.stage_profile` (see its docstring)\n"
     ]
     header = (
         "| knot type | knots | stage (cost, next state) | linearisation | Jacobian products | adjoint products "

@@ -36,6 +36,21 @@ DYNAMICS = ("aba", "rnea")
 # trot, 150k instructions: Gauss-Newton Hessian 70 us against 97 us at plain -O1 and 67 us at -O3;
 # gcc 25 s against 46 s at -O3 and 150 s at -O2)
 COMPILE_FLAGS = ("-O1", "-march=native")
+# compile_stages': COMPILE_FLAGS without -O1's redundancy eliminations, which find nothing in a stage's
+# scalar code (its products are written from their common subexpressions, ``gauss_newton_stage``, and
+# its memoized Functions too, ``codegen.eliminate_common``) and take half of gcc's time there: solo12
+# trot's two-foot stage in 25 s against 51 s, its Jacobian and Hessian as fast (min and median of 15
+# interleaved rounds within 2 %)
+STAGE_FLAGS = (
+    *COMPILE_FLAGS,
+    "-fno-tree-dominator-opts",
+    "-fno-tree-fre",
+    "-fno-tree-forwprop",
+    "-fno-dse",
+    "-fno-tree-dse",
+    "-fno-tree-pta",
+    "-fno-forward-propagate",
+)
 # above this many scalar instructions a Gauss-Newton stage's products are sparse matrix products (MX:
 # loops) instead of scalar code: talos' two-foot stage wrote 210k lines of them, more than gcc -O1 had
 # compiled in 16 minutes, where solo12's (25k for a two-foot knot) are fastest as scalar code
@@ -395,7 +410,7 @@ def _plain(g):
     return ca.Function(g.name(), args, g.call(args, True, False), g.name_in(), g.name_out())
 
 
-def compile_stages(functions, name, flags=COMPILE_FLAGS, verbose=None):
+def compile_stages(functions, name, flags=STAGE_FLAGS, verbose=None):
     """The stage Functions of an optimal control problem (each called at many knots) compiled to C
     with their derivatives (``stage_derivatives``), one library per stage Function (``<name>_<stage>``,
     cached on disk by ``casrbd.codegen`` and compiled side by side, one compiler per CPU), and loaded
