@@ -322,8 +322,7 @@ static int {fn}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casa
   for (i = 0; i < {ways} && !slot; ++i) {{
     if ({raw}_holds(set + i * {stride}, arg, n_in)) slot = set + i * {stride};
   }}
-  k = 1;
-  for (i = 0; i < {inputs}; ++i) k += n_in[i];
+  k = {first_output};  /* an entry: its flag, the inputs, then the outputs */
   if (!slot) {{  /* a miss: an empty entry of the set, else one chosen by the hash's high bits */
     for (i = 0; i < {ways} && !slot; ++i) {{
       if (set[i * {stride}] == 0) slot = set + i * {stride};
@@ -357,7 +356,7 @@ def _definition(source, f):
     comment = r"^/\* " + re.escape(f.name()) + r":\(.*\*/\n"  # casadi writes one above each Function
     found = list(re.finditer(comment + r"static int (casadi_f\d+)" + re.escape(SIGNATURE) + r"\n", source, re.M))
     if len(found) != 1:
-        raise ValueError(f"memo: casadi's C holds {len(found)} definitions of {f.name()!r}, expected one")
+        raise ValueError(f"codegen: casadi's C holds {len(found)} definitions of {f.name()!r}, expected one")
     return found[0]
 
 
@@ -401,6 +400,7 @@ def memoize(source, f):
         sets=sets,
         ways=ways,
         stride=stride,
+        first_output=1 + f.nnz_in(),
         inputs=f.n_in(),
         outputs=f.n_out(),
         n_in=", ".join(str(f.nnz_in(i)) for i in range(f.n_in())),
