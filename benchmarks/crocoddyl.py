@@ -1,6 +1,6 @@
 """Crocoddyl's solo12 trot and jump, solved by Crocoddyl's FDDP and by casadi with casrbd, side by side.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=$PWD /work/venv-croc/bin/python -m benchmarks.crocoddyl
+    OMP_NUM_THREADS=1 .venv-croc/bin/python -m benchmarks.crocoddyl
 
 Needs the ``crocoddyl`` extra (crocoddyl 3.2.1 with pin/libpinocchio 4.0.0:
 with pin 4.1 it fails building a problem). Crocoddyl's problems come from its
@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem  # noqa: E402
 
 from benchmarks.ocp import load  # noqa: E402
+from casrbd import blasfeo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -287,7 +288,12 @@ def main(argv=None):
     mod = example()
     model = mod.load_robot("solo12")
     threads = os.environ["OMP_NUM_THREADS"]
-    lines = [f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}\n"]
+    _, built, _, wheel = blasfeo.status()
+    origin = "casadi's wheel" if wheel else "casrbd blasfeo --install"
+    lines = [
+        f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}, fatrop's "
+        f"blasfeo built for {' '.join(sorted(built)) or 'any x86-64'} ({origin})\n"
+    ]
     variants = args.variants.split(",")
     for name in args.problems.split(","):
         problem, x0 = crocoddyl_problem(name)
