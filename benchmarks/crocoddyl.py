@@ -279,6 +279,13 @@ def plot(name, results, path):
     plt.close(fig)
 
 
+def blasfeo_line():
+    """What the blasfeo behind fatrop was built for (``casrbd blasfeo``): it sets fatrop's linear algebra."""
+    _, built, _, wheel = blasfeo.status()
+    origin = "casadi's wheel" if wheel else "casrbd blasfeo --install"
+    return f"fatrop's blasfeo built for {' '.join(sorted(built)) or 'any x86-64'} ({origin})"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="trot,jump")
@@ -288,11 +295,8 @@ def main(argv=None):
     mod = example()
     model = mod.load_robot("solo12")
     threads = os.environ["OMP_NUM_THREADS"]
-    _, built, _, wheel = blasfeo.status()
-    origin = "casadi's wheel" if wheel else "casrbd blasfeo --install"
     lines = [
-        f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}, fatrop's "
-        f"blasfeo built for {' '.join(sorted(built)) or 'any x86-64'} ({origin})\n"
+        f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}, {blasfeo_line()}\n"
     ]
     variants = args.variants.split(",")
     for name in args.problems.split(","):

@@ -1,7 +1,7 @@
 """Talos' two-step walk (examples/humanoid_walk.py): building, compiling and solving it, and Crocoddyl's FDDP
 on the same problem.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=$PWD nice -n 10 /work/venv-croc/bin/python -m benchmarks.humanoid
+    OMP_NUM_THREADS=1 .venv-croc/bin/python -m benchmarks.humanoid
 
 Crocoddyl (the ``crocoddyl`` extra: crocoddyl 3.2.1 with pin 4.0.0) builds its own problem,
 ``SimpleBipedGaitProblem(talos).createWalkingProblem(x0, 0.6, 0.1, 0.03, 15, 4)`` on
@@ -27,7 +27,7 @@ import example_robot_data  # noqa: E402
 import numpy as np  # noqa: E402
 from crocoddyl.utils.biped import SimpleBipedGaitProblem  # noqa: E402
 
-from benchmarks.crocoddyl import REPEATS, check_same_problem, defect, knot_costs, run_fddp  # noqa: E402
+from benchmarks.crocoddyl import REPEATS, blasfeo_line, check_same_problem, defect, knot_costs, run_fddp  # noqa: E402
 from benchmarks.ocp import load  # noqa: E402
 
 RESULTS = __import__("pathlib").Path(__file__).resolve().parent / "results"
@@ -91,7 +91,7 @@ def main():
         r["solver"] += " (warm build: cached library)"
     lines = [
         f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, "
-        f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
+        f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, {blasfeo_line()}, "
         f"talos_reduced (nq 39, nv 38, 32 torques), {problem.T} knots, dt {SIZES[2]} s\n",
         "`OMP_NUM_THREADS=1 PYTHONPATH=$PWD python -m benchmarks.humanoid` (crocoddyl's venv); build: wall clock "
         f"from a fresh model to the solver (cold: gcc {' '.join(mod.ocp.STAGE_FLAGS)} into an empty cache), "
