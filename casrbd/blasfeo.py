@@ -2,9 +2,9 @@
 one built for this CPU.
 
 fatrop's Riccati recursion runs in blasfeo. casadi's wheels ship blasfeo built for any x86-64 (SSE2,
-no AVX, no FMA), and on Crocoddyl's solo12 trot and jump that recursion then takes 2-3 times
+no AVX, no FMA), and on Crocoddyl's solo12 trot and jump that recursion then takes 2-5 times
 Crocoddyl's backward pass per iteration; with blasfeo built for this CPU it takes about as long, and
-fatrop's solves take 0.8-0.9x Crocoddyl FDDP's time instead of 1.2-2x (benchmarks/README). blasfeo
+fatrop's solves take 0.8-1.0x Crocoddyl FDDP's time instead of 1.0-2.3x (benchmarks/README). blasfeo
 builds in a minute (its ``make shared_library``, for the default target ``X64_INTEL_HASWELL``: AVX2 and
 FMA); ``install`` puts the result where fatrop loads it from, after checking that it exports every
 blasfeo symbol the installed casadi imports and needs no instruction this CPU lacks, and keeps the
@@ -85,7 +85,7 @@ def status(directory=None):
     directory = Path(directory) if directory else casadi_dir()
     path = directory / LIBRARY
     if not path.is_file():
-        raise ValueError(f"{directory} has no {LIBRARY}: this casadi has no fatrop")
+        raise ValueError(f"{directory} has no {LIBRARY}: no fatrop in this casadi, or not a Linux build of it")
     return path, features(path), cpu_features(), not (directory / WHEEL_COPY).exists()
 
 
