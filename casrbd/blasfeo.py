@@ -12,6 +12,7 @@ wheel's copy for ``restore``. Command line: ``casrbd blasfeo [--install LIB | --
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,8 +21,7 @@ from pathlib import Path
 
 import casadi as ca
 
-LIBRARY = "libblasfeo.so.0"  # the name fatrop and casadi's blasfeo plugins are linked against
-WHEEL_COPY = LIBRARY + ".wheel"  # the wheel's own, kept by install for restore
+WHEEL = ".wheel"  # suffix of the wheel's own library, kept by install for restore
 
 
 def casadi_dir():
@@ -70,63 +70,71 @@ def _symbols(path, defined):
 def needed_symbols(directory):
     """The blasfeo symbols the libraries of the casadi in ``directory`` import."""
     needed = set()
-    for library in sorted(directory.glob("*.so*")):
-        if library.name.startswith("libblasfeo") or library.is_symlink():
+    for shared in sorted(Path(directory).glob("*.so*")):
+        if shared.name.startswith("libblasfeo") or shared.is_symlink():
             continue
-        if b"libblasfeo" not in library.read_bytes():  # not linked against it
+        if b"libblasfeo" not in shared.read_bytes():  # not linked against it
             continue
-        needed |= {s for s in _symbols(library, defined=False) if s.startswith("blasfeo_")}
+        needed |= {s for s in _symbols(shared, defined=False) if s.startswith("blasfeo_")}
     return needed
+
+
+def library(directory=None):
+    """The blasfeo fatrop loads in the casadi of ``directory`` (default: the imported one): the file of
+    the name fatrop is linked against (casadi 3.8's wheels: libblasfeo.so.0, 3.7's: libblasfeo.so)."""
+    directory = Path(directory) if directory else casadi_dir()
+    for fatrop in sorted(directory.glob("libfatrop.so*")):
+        name = re.search(rb"libblasfeo\.so[.0-9]*", fatrop.read_bytes())
+        if name and (directory / name.group().decode()).is_file():
+            return directory / name.group().decode()
+    raise ValueError(f"{directory} holds no fatrop linked against a blasfeo beside it (a Linux casadi wheel does)")
 
 
 def status(directory=None):
     """(path of the blasfeo fatrop loads, the features it was built for, this CPU's features, whether
     it is the wheel's: no copy of the wheel's kept beside it)."""
-    directory = Path(directory) if directory else casadi_dir()
-    path = directory / LIBRARY
-    if not path.is_file():
-        raise ValueError(f"{directory} has no {LIBRARY}: no fatrop in this casadi, or not a Linux build of it")
-    return path, features(path), cpu_features(), not (directory / WHEEL_COPY).exists()
+    path = library(directory)
+    return path, features(path), cpu_features(), not path.with_name(path.name + WHEEL).exists()
 
 
-def install(library, directory=None):
-    """Put the blasfeo ``library`` (a path) where the casadi in ``directory`` (default: the imported
+def install(built, directory=None):
+    """Put the blasfeo library ``built`` (a path) where the casadi in ``directory`` (default: the imported
     one) loads it from, keeping the wheel's copy (once) for ``restore``; processes started afterwards
     load it. Refuses a library that lacks a blasfeo symbol casadi's libraries import, or that was built
     for an instruction this CPU lacks. Returns the path written."""
     directory = Path(directory) if directory else casadi_dir()
-    library = Path(library)
-    if not library.is_file():
-        raise ValueError(f"blasfeo library {library} does not exist")
+    built = Path(built)
+    if not built.is_file():
+        raise ValueError(f"blasfeo library {built} does not exist")
     target, _, cpu, _ = status(directory)
-    built_for = features(library)
+    built_for = features(built)
     if cpu is not None and not built_for <= cpu:
         raise ValueError(
-            f"{library} was built for {sorted(built_for)}, and this CPU lacks {sorted(built_for - cpu)}: "
+            f"{built} was built for {sorted(built_for)}, and this CPU lacks {sorted(built_for - cpu)}: "
             f"fatrop would stop on an illegal instruction; build blasfeo for another TARGET"
         )
-    missing = needed_symbols(directory) - _symbols(library, defined=True)
+    missing = needed_symbols(directory) - _symbols(built, defined=True)
     if missing:
         raise ValueError(
-            f"{library} lacks {len(missing)} blasfeo symbols that casadi's libraries import, e.g. "
+            f"{built} lacks {len(missing)} blasfeo symbols that casadi's libraries import, e.g. "
             f"{sorted(missing)[:5]}: build the blasfeo version casadi ships"
         )
-    backup = directory / WHEEL_COPY
+    backup = target.with_name(target.name + WHEEL)
     if not backup.exists():
         shutil.copy2(target, backup)
-    _replace(library, target)
+    _replace(built, target)
     return target
 
 
 def restore(directory=None):
     """Put the wheel's blasfeo back (after ``install``); returns its path."""
-    directory = Path(directory) if directory else casadi_dir()
-    backup = directory / WHEEL_COPY
+    target = library(directory)
+    backup = target.with_name(target.name + WHEEL)
     if not backup.exists():
-        raise ValueError(f"{directory} holds no {WHEEL_COPY}: its blasfeo is the wheel's")
-    _replace(backup, directory / LIBRARY)
+        raise ValueError(f"{target.parent} holds no {backup.name}: its blasfeo is the wheel's")
+    _replace(backup, target)
     backup.unlink()
-    return directory / LIBRARY
+    return target
 
 
 def _replace(source, target):

@@ -13,16 +13,23 @@ WHEEL = blasfeo.casadi_dir()
 FATROP = sorted(p for p in WHEEL.glob("libfatrop.so*") if not p.is_symlink())
 
 
+def wheel_blasfeo():
+    try:
+        return blasfeo.library()
+    except ValueError:
+        pytest.skip("this casadi has no fatrop linked against a blasfeo beside it")
+
+
 @pytest.fixture
 def casadi(tmp_path):
-    """A directory holding copies of the installed casadi's fatrop and blasfeo."""
-    if not FATROP or not (WHEEL / blasfeo.LIBRARY).is_file():
-        pytest.skip("this casadi has no fatrop")
+    """A directory holding copies of the installed casadi's fatrop and blasfeo, and the blasfeo's path."""
+    original = wheel_blasfeo()
     directory = tmp_path / "casadi"
     directory.mkdir()
-    shutil.copy2(FATROP[-1], directory / FATROP[-1].name)
-    shutil.copy2(WHEEL / blasfeo.LIBRARY, directory / blasfeo.LIBRARY)
-    return directory
+    for fatrop in FATROP:
+        shutil.copy2(fatrop, directory / fatrop.name)
+    shutil.copy2(original, directory / original.name)
+    return directory, directory / original.name
 
 
 def fake_blasfeo(tmp_path, features, symbols=(), name="fake"):
@@ -39,29 +46,32 @@ def fake_blasfeo(tmp_path, features, symbols=(), name="fake"):
 
 
 def test_install_and_restore(casadi, tmp_path):
-    wheel_bytes = (casadi / blasfeo.LIBRARY).read_bytes()
+    casadi, target = casadi
+    backup = target.with_name(target.name + blasfeo.WHEEL)
+    wheel_bytes = target.read_bytes()
     path, built, _, is_wheel = blasfeo.status(casadi)
-    assert path == casadi / blasfeo.LIBRARY and is_wheel
+    assert path == target and is_wheel
     assert built <= {"AVX", "AVX2", "FMA", "SSE3"}
     needed = blasfeo.needed_symbols(casadi)
     assert "blasfeo_dgemm_nt" in needed and all(s.startswith("blasfeo_") for s in needed)
     # another build with every symbol: the wheel's own, renamed (what a CPU-specific build exports)
     other = tmp_path / "libblasfeo.so"
     other.write_bytes(wheel_bytes + b"")
-    assert blasfeo.install(other, casadi) == casadi / blasfeo.LIBRARY
-    assert (casadi / blasfeo.WHEEL_COPY).read_bytes() == wheel_bytes
+    assert blasfeo.install(other, casadi) == target
+    assert backup.read_bytes() == wheel_bytes
     assert not blasfeo.status(casadi)[3]
     blasfeo.install(other, casadi)  # again: the wheel's copy stays the wheel's
-    assert (casadi / blasfeo.WHEEL_COPY).read_bytes() == wheel_bytes
-    assert blasfeo.restore(casadi) == casadi / blasfeo.LIBRARY
-    assert (casadi / blasfeo.LIBRARY).read_bytes() == wheel_bytes
-    assert not (casadi / blasfeo.WHEEL_COPY).exists() and blasfeo.status(casadi)[3]
+    assert backup.read_bytes() == wheel_bytes
+    assert blasfeo.restore(casadi) == target
+    assert target.read_bytes() == wheel_bytes
+    assert not backup.exists() and blasfeo.status(casadi)[3]
     with pytest.raises(ValueError, match="its blasfeo is the wheel's"):
         blasfeo.restore(casadi)
 
 
 def test_refusals(casadi, tmp_path, monkeypatch):
-    before = (casadi / blasfeo.LIBRARY).read_bytes()
+    casadi, target = casadi
+    before = target.read_bytes()
     with pytest.raises(ValueError, match="does not exist"):
         blasfeo.install(tmp_path / "missing.so", casadi)
     with pytest.raises(ValueError, match="not a loadable blasfeo library"):
@@ -75,18 +85,17 @@ def test_refusals(casadi, tmp_path, monkeypatch):
     monkeypatch.setattr(blasfeo, "cpu_features", lambda: {"SSE3"})
     with pytest.raises(ValueError, match=r"this CPU lacks \['AVX2', 'FMA'\]: fatrop would stop"):
         blasfeo.install(native, casadi)
-    assert (casadi / blasfeo.LIBRARY).read_bytes() == before and not (casadi / blasfeo.WHEEL_COPY).exists()
+    assert target.read_bytes() == before and not target.with_name(target.name + blasfeo.WHEEL).exists()
     monkeypatch.setattr(blasfeo, "cpu_features", lambda: {"SSE3", "AVX", "AVX2", "FMA"})
     blasfeo.install(native, casadi)
     assert blasfeo.status(casadi)[1] == {"AVX2", "FMA"}
-    with pytest.raises(ValueError, match="has no libblasfeo.so.0"):
+    with pytest.raises(ValueError, match="holds no fatrop linked against a blasfeo"):
         blasfeo.status(tmp_path)
 
 
 def test_command_line(capsys):
-    if not (WHEEL / blasfeo.LIBRARY).is_file():
-        pytest.skip("this casadi has no fatrop")
+    original = wheel_blasfeo()
     assert main(["blasfeo"]) == 0
-    assert str(WHEEL / blasfeo.LIBRARY) in capsys.readouterr().out
+    assert str(original) in capsys.readouterr().out
     assert main(["blasfeo", "--install", "x.so", "--restore"]) == 2
     assert "give one" in capsys.readouterr().err
