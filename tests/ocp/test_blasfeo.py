@@ -56,7 +56,7 @@ def test_install_and_restore(casadi, tmp_path):
     assert "blasfeo_dgemm_nt" in needed and all(s.startswith("blasfeo_") for s in needed)
     # another build with every symbol: the wheel's own, renamed (what a CPU-specific build exports)
     other = tmp_path / "libblasfeo.so"
-    other.write_bytes(wheel_bytes + b"")
+    other.write_bytes(wheel_bytes)
     assert blasfeo.install(other, casadi) == target
     assert backup.read_bytes() == wheel_bytes
     assert not blasfeo.status(casadi)[3]
