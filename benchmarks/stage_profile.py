@@ -4,7 +4,7 @@ derivative an NLP solver asks of a knot timed on its own.
 
     OMP_NUM_THREADS=1 python -m benchmarks.stage_profile    # -> results/stage_profile.md
 
-Per knot type, the CPU time of one call (the fastest of 5 rounds of 200 knot points near the standing
+Per knot type, the CPU time of one call (the fastest of 9 rounds of 200 knot points near the standing
 state, evaluated by casadi's serial map of the library's Function) of the stage itself (cost and next
 state), of its Jacobian (``jac_``), its adjoint (``adj1_``) and its Gauss-Newton Hessian
 (``jac_adj1_``). Each derivative starts from the stage's linearisation (the dynamics' and residuals'
@@ -28,16 +28,22 @@ import numpy as np  # noqa: E402
 from benchmarks.ocp import load  # noqa: E402
 
 RESULTS = __import__("pathlib").Path(__file__).resolve().parent / "results"
-POINTS, ROUNDS = 200, 5
+POINTS, ROUNDS = 200, 9
 
 
 def per_call(g, point, hit):
     """CPU seconds of one call of g over POINTS knot points (new ones each round, or one point repeated
     after a first call: ``hit``), the fastest of ROUNDS rounds."""
     mapped, best = g.map(POINTS), np.inf
+    # timed without Python's conversions: the inputs converted beforehand, the outputs of the POINTS calls
+    # left in casadi's work memory (an MX Function returning one nonzero of each); both conversions
+    # took longer than the calls themselves (the Hessian has about 4000 nonzeros per call)
+    ins = mapped.mx_in()
+    outs = mapped.call(ins)
+    mapped = ca.Function("probe", ins, [o.nz[0] if o.nnz() else ca.MX(0) for o in outs])
     for r in range(ROUNDS + 1):
         args = [v * (1 + 1e-9 * r) for v in point]  # new bits each round: the memo has not seen them
-        args = [np.tile(v[:, :1], POINTS) if hit else v for v in args]
+        args = [ca.DM(np.tile(v[:, :1], POINTS) if hit else v) for v in args]
         if hit:
             mapped(*args)
         start = time.process_time()
@@ -63,6 +69,17 @@ def knot_points(g, x, u, p, rng):
     return out
 
 
+def library_function(f):
+    """The library's Function that the stage f calls (``ocp.compile_stages`` wraps it to negate its next
+    state back): its derivatives are the library's own ``jac_``, ``adj1_`` and ``jac_adj1_``, where
+    the wrapper's derivatives are MX graphs around them (the wrapper's Hessian evaluates the stage, its
+    adjoint and its Hessian twice each)."""
+    calls = [f.instruction_MX(k) for k in range(f.n_instructions()) if f.instruction_id(k) == ca.OP_CALL]
+    if len(calls) != 1:
+        raise ValueError(f"{f.name()}: expected one call of a compiled stage library, found {len(calls)}")
+    return calls[0].which_function()
+
+
 def profile(mod, model, name):
     knots = getattr(mod, name)(model, mod.STANDING)
     x0 = np.r_[mod.STANDING, np.zeros(model.nv)]
@@ -72,7 +89,8 @@ def profile(mod, model, name):
     rows, total = [], collections.Counter()
     for f, p in {f.name(): (f, p) for f, p in stages}.values():
         u = np.zeros(f.numel_in(1))
-        calls = {"stage": f, "jac": f.jacobian(), "adj": f.reverse(1), "hessian": f.reverse(1).jacobian()}
+        core = library_function(f)
+        calls = {"stage": core, "jac": core.jacobian(), "adj": core.reverse(1), "hessian": core.reverse(1).jacobian()}
         t = {}
         for key, g in calls.items():
             point = knot_points(g, x0, u, p, rng)
