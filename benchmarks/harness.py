@@ -106,7 +106,8 @@ def compile_object(fun, flags=codegen.DEFAULT_FLAGS, build=None):
     """The Function's generated C compiled to ``NAME.o``; (directory, gcc seconds, gcc peak MiB, cached)."""
     name = fun.name()
     compiler = codegen.find_compiler()
-    key = hashlib.sha256("\0".join([ca.__version__, compiler, *flags, fun.serialize()]).encode()).hexdigest()[:20]
+    parts = [codegen.CACHE_LAYOUT, ca.__version__, compiler, *flags, fun.serialize()]  # the layout: the C as written
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
     build = Path(build or codegen.cache_dir() / "bench" / f"{name}-{key}")
     obj = build / f"{name}.o"
     record = build / "gcc.json"

@@ -203,6 +203,31 @@ def test_memoized_dependency_written_from_its_common_subexpressions():
     assert codegen.eliminate_common(text, outer) == text  # an MX Function
 
 
+def test_scalar_helpers_are_inlined_and_answer_as_libm():
+    """casadi's scalar helpers are written static inline, fmin and fmax without libm's call
+    (codegen.inline_helpers): the library's fmin, fmax, sq and sign answer as numpy's IEEE fmin and fmax
+    (the other operand where one is NaN) and as casadi's VM, bit for bit, at NaNs, infinities, signed
+    zeros and equal operands."""
+    x, y = ca.SX.sym("x"), ca.SX.sym("y")
+    f = ca.Function("minmax", [x, y], [ca.fmin(x, y), ca.fmax(x, y), ca.sign(x) * x**2], ["x", "y"], ["lo", "hi", "s"])
+    (lib,) = codegen.compile_libraries({"minmax": [f]}, flags=("-O1",))
+    source = lib.source.read_text()
+    for helper in ("fmin", "fmax", "sq", "sign"):
+        assert f"static inline casadi_real casadi_{helper}(" in source, helper
+    assert "fmin(x, y)" not in source and "fmax(x, y)" not in source
+    values = [np.nan, -np.inf, -2.0, -0.0, 0.0, 1.5, np.inf]
+    for a in values:
+        for b in values:
+            got = np.array([float(v) for v in lib["minmax"](a, b)])
+            vm, ieee = np.array([float(v) for v in f(a, b)]), np.array([np.fmin(a, b), np.fmax(a, b)])
+            assert np.array_equal(got.view(np.int64), vm.view(np.int64)), (a, b, got, vm)
+            assert np.array_equal(got[:2].view(np.int64), ieee.view(np.int64)), (a, b, got, ieee)
+    assert (
+        codegen.inline_helpers("static int casadi_f0(void) { return 0; }\n")
+        == "static int casadi_f0(void) { return 0; }\n"
+    )
+
+
 def age(path, days):
     """Set the file's last use ``days`` ago."""
     stamp = path.stat().st_mtime - 86400 * days
