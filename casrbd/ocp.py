@@ -401,14 +401,27 @@ def stage_derivatives(f):
     """f and the derivatives an NLP solver asks of its calls: ``jac_<f>`` (the constraint Jacobian and
     the gradient), ``adj1_<f>`` and ``jac_adj1_<f>`` (the exact Hessian's forward-over-reverse), the
     custom ones where f carries them; each as a plain graph of its own (no derivative options, calls
-    inlined one level), so that C code generation writes the Functions they call once."""
+    inlined one level), so that C code generation writes the Functions they call once. A derivative's
+    inputs of f's nominal outputs (``out_*``) that none of its outputs depends on are declared
+    structurally empty: casadi then passes them nothing, and an NLP's derivative evaluation no longer
+    calls f (or the adjoint, for the Hessian) to produce them (solo12 trot's ``nlp_grad_f``: one call per
+    knot instead of two)."""
     adjoint = f.reverse(1)
-    return [_plain(g) for g in (f, f.jacobian(), adjoint, adjoint.jacobian())]
+    return [_plain(f)] + [_plain(g, nominal=True) for g in (f.jacobian(), adjoint, adjoint.jacobian())]
 
 
-def _plain(g):
+def _plain(g, nominal=False):
+    """g as a plain graph; ``nominal``: with its unused ``out_*`` inputs empty (``stage_derivatives``)."""
     args = g.mx_in()
-    return ca.Function(g.name(), args, g.call(args, True, False), g.name_in(), g.name_out())
+    outs = g.call(args, True, False)
+    if nominal:
+        every = ca.veccat(*outs)
+        args = [
+            ca.MX.sym(n, ca.Sparsity(*a.shape)) if n.startswith("out_") and not ca.depends_on(every, a) else a
+            for n, a in zip(g.name_in(), args)
+        ]
+        outs = g.call(args, True, False)
+    return ca.Function(g.name(), args, outs, g.name_in(), g.name_out())
 
 
 def compile_stages(functions, name, flags=STAGE_FLAGS, verbose=None):

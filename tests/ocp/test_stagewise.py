@@ -204,6 +204,20 @@ def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_it
     jac_g = ca.Function("g", [st.opti.x], [st.opti.g]).expand().jacobian()
     ops = [jac_g.instruction_id(k) for k in range(jac_g.n_instructions())]
     assert ops.count(ca.OP_CALL) >= 1 and ops.count(ca.OP_NEG) == 0
+    # the library's derivatives take no nominal outputs (out_*): the gradient evaluates the stage's adjoint
+    # alone, the Hessian of the Lagrangian the adjoint's Jacobian alone (not the stage nor its adjoint)
+    core = compiled.find_function("pendulum_kept_negated")
+    for g in (core.jacobian(), core.reverse(1), core.reverse(1).jacobian()):
+        nominal = [i for i, n in enumerate(g.name_in()) if n.startswith("out_")]
+        assert nominal and all(g.nnz_in(i) == 0 for i in nominal), g.name()
+    z, lam = ca.MX.sym("z", 3), ca.MX.sym("lam", 2)
+    cost_k, x_next = compiled(z[:2], z[2], 1.0)
+    lagrangian = cost_k + ca.dot(lam, x_next)
+    derivatives = {"gradient": [ca.gradient(cost_k, z)], "hessian": [ca.hessian(lagrangian, z)[0]]}
+    for label, expected in (("gradient", 1), ("hessian", 1)):
+        g = ca.Function(label, [z, lam], derivatives[label]).expand()
+        calls = [g.instruction_id(k) for k in range(g.n_instructions())].count(ca.OP_CALL)
+        assert calls == expected, (label, calls)
 
 
 def test_negated_stage_derivatives_follow_the_chain_rule():
