@@ -9,7 +9,7 @@ example-robot-data's talos (talos_reduced.urdf with the SRDF's rotor inertias) f
 state; the casadi one is checked first to give the same cost and next state at every knot, on the
 initial guess and on FDDP's solution. Per casadi variant (IPOPT, and fatrop on the compiled stages;
 the Gauss-Newton stage Hessian): the build (the stage Functions, the NLP and the solver; for compiled
-stages with an empty library cache, the cold build with gcc at ocp.STAGE_FLAGS, then again from the
+stages with an empty library cache, the cold build with gcc at ocp.stage_flags, then again from the
 cache: a warm build), the solver's CPU time of the solve (its ``t_proc_total``), iterations, the cost
 by Crocoddyl's ``problem.calc`` and the largest dynamics defect. Every build starts from a fresh model
 (no Function memoised in the process).
@@ -94,7 +94,9 @@ def main():
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, {blasfeo_line()}, "
         f"talos_reduced (nq 39, nv 38, 32 torques), {problem.T} knots, dt {SIZES[2]} s\n",
         "`OMP_NUM_THREADS=1 PYTHONPATH=$PWD python -m benchmarks.humanoid` (crocoddyl's venv); build: wall clock "
-        f"from a fresh model to the solver (cold: gcc {' '.join(mod.ocp.STAGE_FLAGS)} into an empty cache), "
+        "from a fresh model to the solver (cold: gcc at `ocp.stage_flags` by each library's size, "
+        f"{' '.join(mod.ocp.codegen.DEFAULT_FLAGS)} up to {mod.ocp.STAGE_O3_MAX} instructions, else "
+        f"{' '.join(mod.ocp.STAGE_FLAGS)}, into an empty cache), "
         "solve: the solver's CPU time (creating it counts in the build).\n",
         f"Same problem as Crocoddyl's: cost at every knot to {max(c[0] for c in checks):.0e} (relative), "
         f"next state to {max(c[1] for c in checks):.0e}, on its guess and on FDDP's solution.\n",

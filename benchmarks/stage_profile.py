@@ -113,8 +113,9 @@ def main(argv=None):
     mod = load("quadruped_gait")
     model = mod.load_robot("solo12")
     lines = [
-        f"casadi {ca.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, gcc "
-        f"{' '.join(mod.ocp.STAGE_FLAGS)}; `python -m benchmarks.stage_profile` (see its docstring)\n"
+        f"casadi {ca.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, gcc at `ocp.stage_flags` "
+        f"({' '.join(mod.ocp.codegen.DEFAULT_FLAGS)} up to {mod.ocp.STAGE_O3_MAX} instructions, else "
+        f"{' '.join(mod.ocp.STAGE_FLAGS)}); `python -m benchmarks.stage_profile` (see its docstring)\n"
     ]
     header = (
         "| knot type | knots | stage (cost, next state) | linearisation | Jacobian products | adjoint products "

@@ -36,12 +36,9 @@ DYNAMICS = ("aba", "rnea")
 # trot, 150k instructions: Gauss-Newton Hessian 70 us against 97 us at plain -O1 and 67 us at -O3;
 # gcc 25 s against 46 s at -O3 and 150 s at -O2)
 COMPILE_FLAGS = ("-O1", "-march=native")
-# compile_stages': COMPILE_FLAGS without -O1's redundancy eliminations, which find nothing in a stage's
-# scalar code (its products are written from their common subexpressions, ``gauss_newton_stage``, and
-# its memoized Functions too, ``codegen.eliminate_common``) and take half of gcc's time there: solo12
-# trot's two-foot stage in 25 s against 51 s, its Jacobian and Hessian as fast (min and median of 15
-# interleaved rounds within 2 %); talos' two-foot walking stage (matrix products) in 104 s against 110 s,
-# as fast within this machine's noise (medians within 4 %)
+# compile_stages' flags for a large stage library: COMPILE_FLAGS without -O1's redundancy eliminations,
+# which take half of gcc's time on such code (solo12 trot's two-foot stage in 25 s against 51 s; talos'
+# two-foot walking stage, matrix products, in 104 s against 110 s) and gain little at -O1
 STAGE_FLAGS = (
     *COMPILE_FLAGS,
     "-fno-tree-dominator-opts",
@@ -52,6 +49,13 @@ STAGE_FLAGS = (
     "-fno-tree-pta",
     "-fno-forward-propagate",
 )
+# compile_stages' flags for a stage library of up to this many SX instructions (``codegen.sx_instructions``:
+# solo12's, 16k to 170k) are codegen.DEFAULT_FLAGS (-O3): on an Intel Xeon (AVX-512) the trot's two-foot
+# stage's Jacobian 7.4 against 11.2 us and its Gauss-Newton Hessian 22 against 30 us (at points already
+# linearised; 32 against 40 us for the Jacobian at new points), at STAGE_FLAGS, for gcc's 37 s against
+# 18 s; on an AMD EPYC as fast either way. A humanoid's (talos' walk, 300k to 400k) compile at
+# STAGE_FLAGS, where -O3's time grows faster than the code.
+STAGE_O3_MAX = 200_000
 # above this many scalar instructions a Gauss-Newton stage's products are sparse matrix products (MX:
 # loops) instead of scalar code: talos' two-foot stage wrote 210k lines of them, more than gcc -O1 had
 # compiled in 16 minutes, where solo12's (25k for a two-foot knot) are fastest as scalar code
@@ -424,7 +428,7 @@ def _plain(g, nominal=False):
     return ca.Function(g.name(), args, outs, g.name_in(), g.name_out())
 
 
-def compile_stages(functions, name, flags=STAGE_FLAGS, verbose=None):
+def compile_stages(functions, name, flags=None, verbose=None):
     """The stage Functions of an optimal control problem (each called at many knots) compiled to C
     with their derivatives (``stage_derivatives``), one library per stage Function (``<name>_<stage>``,
     cached on disk by ``casrbd.codegen`` and compiled side by side, one compiler per CPU), and loaded
@@ -442,6 +446,7 @@ def compile_stages(functions, name, flags=STAGE_FLAGS, verbose=None):
     each stage with its next state negated (``negated``) and the Function returned negates it back:
     in the gap x_{k+1} - x_next, casadi's SX folds the two signs, where it would otherwise negate each
     entry of the Jacobian in its VM (93k of the 195k instructions of the trot's constraint Jacobian).
+    ``flags``: the compiler's for every library, by default each library's by its size (``stage_flags``).
     Returns the loaded Functions in the given order, with the names, inputs and outputs given."""
     names = [f.name() for f in functions]
     if len(set(names)) != len(names):
@@ -454,6 +459,8 @@ def compile_stages(functions, name, flags=STAGE_FLAGS, verbose=None):
         ]
         for (library, derivatives), f in zip(libraries.items(), functions)
     }
+    if flags is None:  # by the library's size
+        flags = {n: stage_flags(codegen.sx_instructions(derivatives)) for n, derivatives in libraries.items()}
     libraries = codegen.compile_libraries(libraries, flags=flags, verbose=verbose, memo=memo)
     # the Functions as given: their gap output negated back, which casadi's SX folds into Stagewise's
     # x_{k+1} - x_next (x_{k+1} + m), so that the Jacobian's entries reach the solver as the C wrote them
@@ -463,6 +470,11 @@ def compile_stages(functions, name, flags=STAGE_FLAGS, verbose=None):
         outs = [-v if flip and n == GAP_OUTPUT else v for v, n in zip(lib[core.name()].call(args), f.name_out())]
         loaded.append(ca.Function(f.name(), args, outs, f.name_in(), f.name_out()))
     return loaded
+
+
+def stage_flags(instructions):
+    """The compiler flags of a stage library of that many SX instructions (``STAGE_O3_MAX``)."""
+    return codegen.DEFAULT_FLAGS if instructions <= STAGE_O3_MAX else STAGE_FLAGS
 
 
 def negated(f, output, name=None):

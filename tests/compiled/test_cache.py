@@ -5,6 +5,7 @@ copy or a hand edit would, and checks that the next call warns naming the file, 
 as casadi's VM evaluation of the original Function. Tiny Functions, compiled at -O0: fast.
 """
 
+import ctypes
 import json
 import os
 import re
@@ -203,6 +204,22 @@ def test_memoized_dependency_written_from_its_common_subexpressions():
     assert codegen.eliminate_common(text, outer) == text  # an MX Function
 
 
+def test_flags_per_library_and_the_largest_generated_first(capfd):
+    """compile_libraries with flags per library compiles each with its own (as it says) and generates the
+    largest first; flags that do not name exactly the libraries are refused."""
+    small, large = tiny(2), tiny(40, 3.0)
+    asked = {"per_small": [small], "per_large": [large]}
+    flags = {"per_small": ("-O0",), "per_large": ("-O1",)}
+    a, b = codegen.compile_libraries(asked, flags=flags, verbose=True, jobs=1)  # one compiler: in order
+    err = capfd.readouterr().err
+    said = re.findall(r"compiling (per_\w+) \(tiny\) with \S+ (-O\d)", err)
+    assert said == [("per_large", "-O1"), ("per_small", "-O0")], err
+    assert_answers_as(a["tiny"], small)
+    assert_answers_as(b["tiny"], large)
+    with pytest.raises(ValueError, match="flags for \\['per_small'\\], libraries"):
+        codegen.compile_libraries(asked, flags={"per_small": ("-O0",)})
+
+
 def test_scalar_helpers_are_inlined_and_answer_as_libm():
     """casadi's scalar helpers are written static inline, fmin and fmax without libm's call
     (codegen.inline_helpers): the library's fmin, fmax, sq and sign answer as numpy's IEEE fmin and fmax
@@ -226,6 +243,40 @@ def test_scalar_helpers_are_inlined_and_answer_as_libm():
         codegen.inline_helpers("static int casadi_f0(void) { return 0; }\n")
         == "static int casadi_f0(void) { return 0; }\n"
     )
+
+
+def test_arguments_read_once_and_null_ones_answer_as_zeros():
+    """casadi's SX C with each input and output pointer read once (codegen.hoist_arguments): called
+    directly, an input passed as NULL reads as zeros and an output passed as NULL is not written, as in
+    casadi's own C; the values equal casadi's VM with that input zero, bit for bit."""
+    x, y = ca.SX.sym("x", 3), ca.SX.sym("y", 2)
+    f = ca.Function("nulls", [x, y], [ca.sin(x) * y[0] + y[1] + x[2], x[0] * y + 1], ["x", "y"], ["a", "b"])
+    (lib,) = codegen.compile_libraries({"nulls": [f]}, flags=("-O1",))
+    source = lib.source.read_text()
+    assert "arg[0]? arg[0][" not in source and "if (res[0]!=0)" not in source
+    assert f"*arg_1 = arg[1] ? arg[1] : {codegen.ZERO_INPUTS}" in source
+    c = ctypes.CDLL(str(lib.path))
+    sizes = [ctypes.c_longlong() for _ in range(4)]
+    assert c.nulls_work(*[ctypes.byref(n) for n in sizes]) == 0
+    iw, w = (ctypes.c_longlong * max(1, sizes[2].value))(), (ctypes.c_double * max(1, sizes[3].value))()
+
+    def pointers(arrays, n):  # an array of n double pointers, NULL for None
+        double = ctypes.POINTER(ctypes.c_double)
+        return (double * n)(*[None if v is None else ctypes.cast(v, double) for v in arrays])
+
+    def doubles(values):
+        return None if values is None else (ctypes.c_double * len(values))(*values)
+
+    point = (np.array([0.3, -1.2, 2.5]), np.array([0.7, -0.4]))
+    for given in (point, (point[0], None), (None, point[1])):
+        want = [v.full().ravel() for v in f(*[np.zeros(len(p)) if v is None else v for v, p in zip(given, point)])]
+        for written in ((True, True), (True, False)):
+            outputs = [doubles([np.nan] * len(v)) if keep else None for v, keep in zip(want, written)]
+            arg = pointers([doubles(v) for v in given], max(2, sizes[0].value))
+            assert c.nulls(arg, pointers(outputs, max(2, sizes[1].value)), iw, w, 0) == 0
+            for out, ref in zip(outputs, want):
+                if out is not None:
+                    assert np.array_equal(np.array(out[:]).view(np.int64), ref.view(np.int64)), (given, written)
 
 
 def age(path, days):
