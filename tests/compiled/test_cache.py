@@ -223,8 +223,9 @@ def test_flags_per_library_and_the_largest_generated_first(capfd):
 def test_scalar_helpers_are_inlined_and_answer_as_libm():
     """casadi's scalar helpers are written static inline, fmin and fmax without libm's call
     (codegen.inline_helpers): the library's fmin, fmax, sq and sign answer as numpy's IEEE fmin and fmax
-    (the other operand where one is NaN) and as casadi's VM, bit for bit, at NaNs, infinities, signed
-    zeros and equal operands."""
+    (the other operand where one is NaN) and as casadi's VM at NaNs, infinities, signed zeros and equal
+    operands; bit for bit except the sign of a zero chosen between two zeros, which IEEE 754 leaves open
+    and casadi's VM answers differently between versions (3.7.2: +0 for fmin(-0, 0))."""
     x, y = ca.SX.sym("x"), ca.SX.sym("y")
     f = ca.Function("minmax", [x, y], [ca.fmin(x, y), ca.fmax(x, y), ca.sign(x) * x**2], ["x", "y"], ["lo", "hi", "s"])
     (lib,) = codegen.compile_libraries({"minmax": [f]}, flags=("-O1",))
@@ -237,8 +238,11 @@ def test_scalar_helpers_are_inlined_and_answer_as_libm():
         for b in values:
             got = np.array([float(v) for v in lib["minmax"](a, b)])
             vm, ieee = np.array([float(v) for v in f(a, b)]), np.array([np.fmin(a, b), np.fmax(a, b)])
-            assert np.array_equal(got.view(np.int64), vm.view(np.int64)), (a, b, got, vm)
-            assert np.array_equal(got[:2].view(np.int64), ieee.view(np.int64)), (a, b, got, ieee)
+            bits = np.array_equal if a != 0 or b != 0 else lambda u, v: True
+            for want in (vm, ieee):
+                n = len(want)
+                assert np.array_equal(got[:n], want, equal_nan=True), (a, b, got, want)
+                assert bits(got[:n].view(np.int64), want.view(np.int64)), (a, b, got, want)
     assert (
         codegen.inline_helpers("static int casadi_f0(void) { return 0; }\n")
         == "static int casadi_f0(void) { return 0; }\n"
