@@ -75,7 +75,7 @@ def knot_costs(problem, xs, us):
 def casadi_knots(stages, xs, us):
     """The casadi stage Functions' cost and next state at every knot."""
     out = [f(x, u, p) for (f, p), x, u in zip(stages, xs, list(us) + [np.zeros(0)])]
-    return np.array([float(c) for c, _ in out]), np.array([np.ravel(x) for _, x in out[:-1]])
+    return np.array([float(c) for c, _ in out]), np.array([x.full().ravel() for _, x in out[:-1]])
 
 
 def check_same_problem(problem, stages, xs, us, what):

@@ -125,9 +125,9 @@ def report(records):
         "",
         "`python -m benchmarks.size_scaling` (see its docstring). Build: CPU seconds of "
         "`casrbd.function` on a fresh model. gcc: wall seconds and peak memory of compiling the generated C "
-        "(-O3 and the flags of `codegen.DEFAULT_FLAGS`; -O1 above 2.5e5 instructions; not compiled above "
-        f"{SETTINGS.cap:.1e}). C: one call, min of {SETTINGS.repeat} batches; Pinocchio through its Python "
-        "bindings less their overhead, one thread.",
+        f"(`codegen.DEFAULT_FLAGS`, -O3, at every size; not compiled above {SETTINGS.cap:.1e} instructions). "
+        f"C: one call, min of {SETTINGS.repeat} batches; Pinocchio through its Python bindings less their "
+        "overhead, one thread.",
         "",
         "| robot | nv | function | instructions | build [s] | gcc [s] | gcc peak [MiB] | C [us] | Pinocchio [us] "
         "| C / Pinocchio | error |",
