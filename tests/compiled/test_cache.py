@@ -238,11 +238,11 @@ def test_scalar_helpers_are_inlined_and_answer_as_libm():
         for b in values:
             got = np.array([float(v) for v in lib["minmax"](a, b)])
             vm, ieee = np.array([float(v) for v in f(a, b)]), np.array([np.fmin(a, b), np.fmax(a, b)])
-            bits = np.array_equal if a != 0 or b != 0 else lambda u, v: True
+            zeros = a == 0 and b == 0  # which zero comes out is open
             for want in (vm, ieee):
                 n = len(want)
                 assert np.array_equal(got[:n], want, equal_nan=True), (a, b, got, want)
-                assert bits(got[:n].view(np.int64), want.view(np.int64)), (a, b, got, want)
+                assert zeros or np.array_equal(got[:n].view(np.int64), want.view(np.int64)), (a, b, got, want)
     assert (
         codegen.inline_helpers("static int casadi_f0(void) { return 0; }\n")
         == "static int casadi_f0(void) { return 0; }\n"
