@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem  # noqa: E402
 
 from benchmarks.ocp import load  # noqa: E402
-from casrbd import blasfeo  # noqa: E402
+from casrbd.ocp import blasfeo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

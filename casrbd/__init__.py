@@ -40,11 +40,11 @@ from .api import (
     rnea_second_order_derivatives,
 )
 from .codegen import CacheWarning, CompileError, compiled
-from .expand import keep_analytical
 from .functions import SingularMassMatrixError, function
 from .loaders import LoadError, LoadWarning, MJCFError, MJCFWarning, URDFError, URDFWarning, load_mjcf, load_urdf
 from .model import Body, Frame, Model
 from .models import load_robot
+from .ocp.expand import keep_analytical
 from .spatial import SE3, Inertia
 
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ loaded again and stay until cleared.
 ``casrbd blasfeo``: which instruction set the blasfeo behind casadi's fatrop was
 built for (casadi's wheels: any x86-64); ``--install LIB`` puts a blasfeo built
 for this CPU in its place (checked, the wheel's kept), ``--restore`` the wheel's
-(``casrbd.blasfeo``).
+(``casrbd.ocp.blasfeo``).
 ROBOT is a URDF or MJCF path, a model shipped with the package (default
 ``arm7``) or an example-robot-data robot name (``casrbd.models.EXAMPLE_ROBOTS``:
 every name ``example_robot_data.load`` takes).
@@ -27,10 +27,11 @@ import timeit
 
 import numpy as np
 
-from . import __version__, blasfeo, codegen
+from . import __version__, codegen
 from .api import difference, integrate, random_configuration
 from .functions import function
 from .models import DEFAULT_ROBOT, load_robot, robot_format, robot_path
+from .ocp import blasfeo
 from .testing import central_differences, rel_err
 
 CORE_FUNCTIONS = ("rnea", "nonlinear_effects", "generalized_gravity", "crba", "aba", "minverse")

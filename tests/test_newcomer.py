@@ -12,8 +12,8 @@ import casrbd
 from casrbd import codegen
 from casrbd.algorithms import SPECS
 from casrbd.cli import main
-from casrbd.expand import keep_analytical
 from casrbd.models import EXAMPLE_ROBOTS, example_robot_data_dir, load_robot, robot_path, serial_chain
+from casrbd.ocp.expand import keep_analytical
 from casrbd.testing import rel_err
 
 # --- expand ------------------------------------------------------------------------------------------
@@ -54,7 +54,7 @@ def _opti_jacobian(options):
 def test_expand_keeps_the_analytical_jacobian_through_keep_analytical(wrong_aba_jacobian, recwarn, monkeypatch):
     """The same Opti problem: in MX and with expand through keep_analytical the NLP calls casrbd's
     (doubled) Jacobian; with postpone_expand=False, expand drops it for AD, with a warning naming it."""
-    monkeypatch.setattr("casrbd.expand._warned", set())
+    monkeypatch.setattr("casrbd.ocp.expand._warned", set())
     err, _ = _opti_jacobian({})
     assert err > 0.1
     err, options = _opti_jacobian({"expand": True})

@@ -1,4 +1,4 @@
-"""casrbd.blasfeo: reading what the blasfeo behind fatrop was built for, installing another one (checked)
+"""casrbd.ocp.blasfeo: reading what the blasfeo behind fatrop was built for, installing another one (checked)
 and restoring the wheel's, on a copy of the installed casadi's fatrop and blasfeo."""
 
 import shutil
@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from casrbd import blasfeo, codegen
+from casrbd import codegen
 from casrbd.cli import main
+from casrbd.ocp import blasfeo
 
 WHEEL = blasfeo.casadi_dir()
 FATROP = sorted(p for p in WHEEL.glob("libfatrop.so*") if not p.is_symlink())

@@ -1,0 +1,65 @@
+"""Optimal control with casrbd Functions in casadi Opti.
+
+Only what every example in ``examples/`` would otherwise repeat: the
+dynamics Function with analytical or AD Jacobians (optionally compiled to
+C), explicit RK4 and implicit-Euler transcriptions of forward dynamics, the
+Euler state update on the configuration manifold, a stage-wise declaration
+order for Opti (``Stagewise``: what fatrop's structure detection needs), a
+Gauss-Newton model of a Function's curvature (``gauss_newton``), IPOPT and
+fatrop options and the solver statistics. The problems themselves stay plain
+casadi.
+
+The analytical Jacobian of ``casrbd.function(..., jacobian="analytical")``
+takes effect where casadi differentiates a *call* of the Function, that is
+inside MX graphs (Opti builds MX): build transcription Functions from MX
+symbols, since an SX graph inlines the call and differentiates it by AD.
+"""
+
+from . import blasfeo, expand
+from .compile import GAP_OUTPUT, STAGE_FLAGS, STAGE_O3_MAX, compile_stages, negated, stage_derivatives, stage_flags
+from .expand import keep_analytical
+from .solvers import COMPILE_FLAGS, HESSIANS, SOLVERS, STAT_FIELDS, format_stats, solve, solver_options
+from .stages import SX_PRODUCTS_MAX, gauss_newton, gauss_newton_stage, sx_second_order
+from .stagewise import MAX_GRADIENT, Stagewise
+from .transcription import (
+    DYNAMICS,
+    JACOBIANS,
+    dynamics,
+    euler_step,
+    forward_dynamics_ode,
+    implicit_euler_residual,
+    rk4,
+)
+
+__all__ = [
+    "COMPILE_FLAGS",
+    "DYNAMICS",
+    "GAP_OUTPUT",
+    "HESSIANS",
+    "JACOBIANS",
+    "MAX_GRADIENT",
+    "SOLVERS",
+    "STAGE_FLAGS",
+    "STAGE_O3_MAX",
+    "STAT_FIELDS",
+    "SX_PRODUCTS_MAX",
+    "Stagewise",
+    "blasfeo",
+    "compile_stages",
+    "dynamics",
+    "euler_step",
+    "expand",
+    "format_stats",
+    "forward_dynamics_ode",
+    "gauss_newton",
+    "gauss_newton_stage",
+    "implicit_euler_residual",
+    "keep_analytical",
+    "negated",
+    "rk4",
+    "solve",
+    "solver_options",
+    "stage_derivatives",
+    "stage_flags",
+    "sx_second_order",
+]

@@ -1,0 +1,145 @@
+"""Stage compilation: the stage Functions with their derivatives as cached C libraries."""
+
+import casadi as ca
+
+from .. import codegen
+from .solvers import COMPILE_FLAGS
+
+# compile_stages' flags for a large stage library: COMPILE_FLAGS without -O1's redundancy eliminations,
+# which take half of gcc's time on such code (solo12 trot's two-foot stage in 25 s against 51 s; talos'
+# two-foot walking stage, matrix products, in 104 s against 110 s) and gain little at -O1
+STAGE_FLAGS = (
+    *COMPILE_FLAGS,
+    "-fno-tree-dominator-opts",
+    "-fno-tree-fre",
+    "-fno-tree-forwprop",
+    "-fno-dse",
+    "-fno-tree-dse",
+    "-fno-tree-pta",
+    "-fno-forward-propagate",
+)
+# compile_stages' flags for a stage library of up to this many SX instructions (``codegen.sx_instructions``:
+# solo12's, 16k to 170k) are codegen.DEFAULT_FLAGS (-O3): on an Intel Xeon (AVX-512) the trot's two-foot
+# stage's Jacobian 7.4 against 11.2 us and its Gauss-Newton Hessian 22 against 30 us (at points already
+# linearised; 32 against 40 us for the Jacobian at new points), at STAGE_FLAGS, for gcc's 37 s against
+# 18 s; on an AMD EPYC as fast either way. A humanoid's (talos' walk, 300k to 400k) compile at
+# STAGE_FLAGS, where -O3's time grows faster than the code.
+STAGE_O3_MAX = 200_000
+# the output of a stage Function that Stagewise.step closes the gap to (x_{k+1} - x_next = 0: fatrop's
+# structure detection takes the gap with +I on x_{k+1}); compile_stages keeps it negated in the C
+GAP_OUTPUT = "x_next"
+
+
+def stage_derivatives(f):
+    """f and the derivatives an NLP solver asks of its calls: ``jac_<f>`` (the constraint Jacobian and
+    the gradient), ``adj1_<f>`` and ``jac_adj1_<f>`` (the exact Hessian's forward-over-reverse), the
+    custom ones where f carries them; each as a plain graph of its own (no derivative options, calls
+    inlined one level), so that C code generation writes the Functions they call once. A derivative's
+    inputs of f's nominal outputs (``out_*``) that none of its outputs depends on are declared
+    structurally empty: casadi then passes them nothing, and an NLP's derivative evaluation no longer
+    calls f (or the adjoint, for the Hessian) to produce them (solo12 trot's ``nlp_grad_f``: one call per
+    knot instead of two)."""
+    adjoint = f.reverse(1)
+    return [_plain(f)] + [_plain(g, nominal=True) for g in (f.jacobian(), adjoint, adjoint.jacobian())]
+
+
+def _plain(g, nominal=False):
+    """g as a plain graph; ``nominal``: with its unused ``out_*`` inputs empty (``stage_derivatives``)."""
+    args = g.mx_in()
+    outs = g.call(args, True, False)
+    if nominal:
+        every = ca.veccat(*outs)
+        args = [
+            ca.MX.sym(n, ca.Sparsity(*a.shape)) if n.startswith("out_") and not ca.depends_on(every, a) else a
+            for n, a in zip(g.name_in(), args)
+        ]
+        outs = g.call(args, True, False)
+    return ca.Function(g.name(), args, outs, g.name_in(), g.name_out())
+
+
+def compile_stages(functions, name, flags=None, verbose=None):
+    """The stage Functions of an optimal control problem (each called at many knots) compiled to C
+    with their derivatives (``stage_derivatives``), one library per stage Function (``<name>_<stage>``,
+    cached on disk by ``casrbd.codegen`` and compiled side by side, one compiler per CPU), and loaded
+    back: an NLP built from calls of them evaluates compiled code in every iteration, and casadi finds
+    each derivative in the library by its name. Use Gauss-Newton stages (``gauss_newton_stage``,
+    ``gauss_newton``) unless their second derivatives are small: casadi's AD of the contact dynamics
+    writes megabytes of C. The linearisation of a Gauss-Newton stage (``<stage>_linearised``) is
+    evaluated once per knot point and shared by the Jacobian, gradient and Hessian evaluations of an
+    iteration (``codegen.memoize``), as Crocoddyl's ``calcDiff`` computes a knot's derivatives once;
+    so is its cost and next state (``<stage>_nominal``), which the solvers ask again with the gradient
+    and the constraint Jacobian at the point their line search accepted.
+    Solve an NLP of their calls with ``solver_options(expand=True)``: casadi's SX then assembles the
+    Jacobian and Hessian from the stages' blocks (its MX multiplies each block by a matrix of seed
+    directions, which costs more than the stages' own derivatives on solo12's trot). The library holds
+    each stage with its next state negated (``negated``) and the Function returned negates it back:
+    in the gap x_{k+1} - x_next, casadi's SX folds the two signs, where it would otherwise negate each
+    entry of the Jacobian in its VM (93k of the 195k instructions of the trot's constraint Jacobian).
+    ``flags``: the compiler's for every library, by default each library's by its size (``stage_flags``).
+    Returns the loaded Functions in the given order, with the names, inputs and outputs given."""
+    names = [f.name() for f in functions]
+    if len(set(names)) != len(names):
+        raise ValueError(f"compile_stages: the stage Functions need distinct names, got {names}")
+    cores = [negated(f, GAP_OUTPUT) for f in functions]
+    libraries = {f"{name}_{f.name()}": stage_derivatives(core) for f, core in zip(functions, cores)}
+    memo = {
+        library: [
+            g for g in (f"{f.name()}_linearised", f"{f.name()}_nominal") if any(_calls(d, g) for d in derivatives)
+        ]
+        for (library, derivatives), f in zip(libraries.items(), functions)
+    }
+    if flags is None:  # by the library's size
+        flags = {n: stage_flags(codegen.sx_instructions(derivatives)) for n, derivatives in libraries.items()}
+    libraries = codegen.compile_libraries(libraries, flags=flags, verbose=verbose, memo=memo)
+    # the Functions as given: their gap output negated back, which casadi's SX folds into Stagewise's
+    # x_{k+1} - x_next (x_{k+1} + m), so that the Jacobian's entries reach the solver as the C wrote them
+    loaded = []
+    for lib, core, f in zip(libraries, cores, functions):
+        args, flip = core.mx_in(), core is not f
+        outs = [-v if flip and n == GAP_OUTPUT else v for v, n in zip(lib[core.name()].call(args), f.name_out())]
+        loaded.append(ca.Function(f.name(), args, outs, f.name_in(), f.name_out()))
+    return loaded
+
+
+def stage_flags(instructions):
+    """The compiler flags of a stage library of that many SX instructions (``STAGE_O3_MAX``)."""
+    return codegen.DEFAULT_FLAGS if instructions <= STAGE_O3_MAX else STAGE_FLAGS
+
+
+def negated(f, output, name=None):
+    """f with its output named ``output`` negated (f unchanged if it has none), named ``name`` (default
+    ``<f>_negated``), with its derivatives (``jac_``, ``adj1_``, ``jac_adj1_``) f's, negated where they
+    involve that output: compiled, the negations are instructions of the C, where casadi's SX would
+    otherwise negate each entry of a stage's Jacobian in its VM (``compile_stages``)."""
+    if output not in f.name_out():
+        return f
+    name = name or f"{f.name()}_negated"
+    n_in, sign = f.n_in(), [-1 if n == output else 1 for n in f.name_out()]
+
+    def flip(values, signs):
+        return [-v if s < 0 else v for v, s in zip(values, signs)]
+
+    def function(g, label, flip_in, flip_out, options=None):
+        """g under the name ``label``: g at its inputs flipped by ``flip_in``, its outputs by ``flip_out``."""
+        args = g.mx_in()
+        out = flip(g.call(flip(args, flip_in), True, False), flip_out)
+        return ca.Function(label, args, out, g.name_in(), g.name_out(), options or {})
+
+    adjoint = f.reverse(1)
+    seeds = [1] * n_in + sign + sign  # adj1's inputs: f's inputs, its outputs, their seeds
+    jac_rows = [s for s in sign for _ in range(n_in)]  # jac_: a block per (output, input), output-major
+    hessian = function(
+        adjoint.jacobian(), "jac_adj1_" + name, seeds + [1] * n_in, [s for _ in range(n_in) for s in seeds]
+    )
+    adj = function(adjoint, "adj1_" + name, seeds, [1] * n_in, {"custom_jacobian": hessian, "jac_penalty": 0})
+    jac = function(f.jacobian(), "jac_" + name, [1] * n_in + sign, jac_rows)
+    options = {"custom_jacobian": jac, "jac_penalty": 0, "cache": {adj.name(): adj}}
+    return function(f, name, [1] * n_in, sign, options)
+
+
+def _calls(f, name):
+    try:
+        f.find_function(name)
+        return True
+    except RuntimeError:
+        return False

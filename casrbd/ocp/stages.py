@@ -1,0 +1,183 @@
+"""Stage Functions with their derivatives written out: Gauss-Newton models and SX second orders."""
+
+import casadi as ca
+
+# above this many scalar instructions a Gauss-Newton stage's products are sparse matrix products (MX:
+# loops) instead of scalar code: talos' two-foot stage wrote 210k lines of them, more than gcc -O1 had
+# compiled in 16 minutes, where solo12's (25k for a two-foot knot) are fastest as scalar code
+SX_PRODUCTS_MAX = 60_000
+
+
+def gauss_newton(f):
+    """f with casadi's second derivatives through it dropped: a Gauss-Newton model of its curvature.
+
+    The returned Function evaluates f and differentiates it once as f does
+    (its Jacobian, analytical where f's is); its reverse mode (``adj1_``) has
+    a custom Jacobian with the blocks by f's inputs set to zero and the block
+    by the adjoint seed J^T. In the exact Hessian of the Lagrangian (IPOPT's and
+    fatrop's forward-over-reverse) a cost phi(f(x)) then contributes
+    J^T phi'' J and a constraint f(x) = 0 nothing: the model of Crocoddyl's
+    DDP and of a Gauss-Newton SQP, positive semi-definite for convex phi."""
+    names_in, names_out = f.name_in(), f.name_out()
+    args = [ca.MX.sym(n, f.sparsity_in(i)) for i, n in enumerate(names_in)]
+    outs = [ca.MX.sym("out_" + n, f.sparsity_out(i)) for i, n in enumerate(names_out)]
+    seeds = [ca.MX.sym("adj_" + n, f.sparsity_out(i)) for i, n in enumerate(names_out)]
+    adjoints = f.reverse(1)(*args, *outs, *seeds)
+    adjoints = [adjoints] if isinstance(adjoints, ca.MX) else adjoints
+    J = f.jacobian()(*args, *outs)
+    J = [J] if isinstance(J, ca.MX) else J
+    blocks = []  # d adj_x_i / d (inputs, outputs, seeds): zero, zero, J_ji^T
+    for i, x in enumerate(args):
+        blocks += [ca.MX(x.numel(), y.numel()) for y in args + outs]
+        blocks += [J[j * f.n_in() + i].T for j in range(f.n_out())]
+    inputs = args + outs + seeds
+    input_names = [*names_in, *("out_" + n for n in names_out), *("adj_" + n for n in names_out)]
+    adjoint_names = ["adj_" + n for n in names_in]
+    name = "gn_" + f.name()
+    jac = ca.Function(
+        "jac_adj1_" + name,
+        inputs + [ca.MX.sym("out_" + n, x.sparsity()) for n, x in zip(adjoint_names, args)],
+        blocks,
+        input_names + ["out_" + n for n in adjoint_names],
+        [f"jac_{n}_{m}" for n in adjoint_names for m in input_names],
+    )
+    adj = ca.Function(
+        "adj1_" + name, inputs, adjoints, input_names, adjoint_names, {"custom_jacobian": jac, "jac_penalty": 0}
+    )
+    outputs = f(*args)
+    outputs = [outputs] if isinstance(outputs, ca.MX) else outputs
+    return ca.Function(name, args, outputs, names_in, names_out, {"cache": {adj.name(): adj}})
+
+
+def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX):
+    """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
+    its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
+    per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once
+    per derivative call.
+
+    ``cost``: an SX Function (x, u, p, y) -> scalar; ``inner``: a Function (x, u) -> (x_next, y) (the
+    dynamics and the cost's residuals: kinematics, contact forces). With T = d(x, u, p, y)/d(x, u, p)
+    the Jacobian (``jac_``) is [T^T grad c; d x_next/d(x, u, p)]; the reverse mode (``adj1_``) uses the
+    same blocks, and its Jacobian (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T:
+    no curvature of inner, as ``gauss_newton``. Two Functions carry the work: the linearisation
+    (x_next, y and inner's Jacobian, one SX graph with inner's calls inlined) and the products with the
+    cost's derivatives: scalar SX code that skips the structural zeros of T, or, where that code
+    would exceed ``sx_products_max`` instructions, sparse matrix products (MX), whose C is loops
+    that gcc compiles in seconds. The derivative Functions only call them. Build the NLP from calls
+    of it, or compile it (``compile_stages``)."""
+    x, u = ca.MX.sym("x", inner.sparsity_in(0)), ca.MX.sym("u", inner.sparsity_in(1))
+    p = ca.MX.sym("p", cost.sparsity_in(2))
+    nx, nu, np_ = x.numel(), u.numel(), p.numel()
+    x_next, y = inner(x, u)
+    J = inner.jacobian()(x, u, x_next, y)
+    linearised = ca.Function(
+        f"{name}_linearised",
+        [x, u],
+        [x_next, y, ca.horzcat(J[0], J[1]), ca.horzcat(J[2], J[3])],
+        ["x", "u"],
+        ["x_next", "y", "dx_next", "dy"],
+    ).expand()
+    nominal = ca.Function(f"{name}_nominal", [x, u, p], [cost(x, u, p, y), x_next]).expand()
+    w_sx = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+    curvature = ca.Function(
+        f"{name}_cost_derivatives", w_sx, ca.hessian(cost(*w_sx), ca.vertcat(*[ca.vec(v) for v in w_sx]))
+    )
+    parts = [(0, nx), (nx, nx + nu), (nx + nu, nx + nu + np_)]
+
+    def write_products(S):
+        """The products, one graph per derivative, in S (SX: scalar code that skips T's structural
+        zeros; MX: sparse matrix products); T = [I; dy 0] by (x, u, p)."""
+        w = [S.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+        dxn_s, dy_s = S.sym("dx_next", linearised.sparsity_out(2)), S.sym("dy", linearised.sparsity_out(3))
+        H, g = curvature(*w)
+        T = ca.vertcat(S.eye(nx + nu + np_), ca.horzcat(dy_s, S(dy_s.size1(), np_)))
+        G, dxn = ca.mtimes(T.T, g), ca.horzcat(dxn_s, S(nx, np_))
+        adj_c_s, adj_xn_s = S.sym("adj_cost"), S.sym("adj_x_next", nx)
+        upper = ca.triu(ca.mtimes(T.T, ca.mtimes(H, T)))  # symmetric: each entry once
+        HS = adj_c_s * (upper + ca.tril(upper.T, False))
+        point = [*w, dxn_s, dy_s]
+
+        def products(suffix, seeds, outputs):
+            return ca.Function(f"{name}_{suffix}", point + seeds, ca.cse(outputs) if S is ca.SX else outputs)
+
+        jac = products("jac_products", [], [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts])
+        adjoint = adj_c_s * G + ca.mtimes(dxn.T, adj_xn_s)
+        adj = products("adj_products", [adj_c_s, adj_xn_s], [adjoint[a:b] for a, b in parts])
+        blocks = []
+        for a, b in parts:
+            blocks += [HS[a:b, c:d] for c, d in parts]
+            blocks += [S(b - a, 1), S(b - a, nx), G[a:b], dxn[:, a:b].T]
+        return jac, adj, products("hessian_products", [adj_c_s], blocks)
+
+    jac_products, adj_products, hess_products = write_products(ca.SX)
+    if hess_products.n_instructions() > sx_products_max:
+        jac_products, adj_products, hess_products = write_products(ca.MX)
+
+    out_c, out_xn = ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)
+    adj_c, adj_xn = ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)
+    inputs, names = [x, u, p], ["x", "u", "p"]
+    _, y_at, dxn_at, dy_at = linearised(x, u)
+    at = [x, u, p, y_at, dxn_at, dy_at]
+    jac = ca.Function(
+        "jac_" + name,
+        inputs + [out_c, out_xn],
+        jac_products(*at),
+        names + ["out_cost", "out_x_next"],
+        [f"jac_{o}_{n}" for o in ("cost", "x_next") for n in names],
+    )
+    seeds = [out_c, out_xn, adj_c, adj_xn]
+    seed_names = ["out_cost", "out_x_next", "adj_cost", "adj_x_next"]
+    adj_names = ["adj_" + n for n in names]
+    out_adj = [ca.MX.sym("out_" + n, v.sparsity()) for n, v in zip(adj_names, inputs)]
+    jac_adj = ca.Function(
+        "jac_adj1_" + name,
+        inputs + seeds + out_adj,
+        hess_products(*at, adj_c),
+        names + seed_names + ["out_" + n for n in adj_names],
+        [f"jac_{n}_{m}" for n in adj_names for m in names + seed_names],
+    )
+    adj = ca.Function(
+        "adj1_" + name,
+        inputs + seeds,
+        adj_products(*at, adj_c, adj_xn),
+        names + seed_names,
+        adj_names,
+        {"custom_jacobian": jac_adj, "jac_penalty": 0},
+    )
+    return ca.Function(
+        name,
+        inputs,
+        nominal(x, u, p),
+        names,
+        ["cost", "x_next"],
+        {"custom_jacobian": jac, "jac_penalty": 0.5, "cache": {adj.name(): adj}},
+    )
+
+
+def sx_second_order(f):
+    """The SX Function f with its reverse mode (``adj1_``) and that adjoint's Jacobian (``jac_adj1_``)
+    as SX graphs of their own, in f's derivative cache: casadi's exact Hessian of a call of f then
+    evaluates one compact sparse Hessian (AD of the SX adjoint) instead of forward-over-reverse with
+    one copy of the adjoint per direction, which is what the code for a small cost with many inputs
+    is otherwise made of."""
+    if not f.is_a("SXFunction"):
+        raise TypeError(f"sx_second_order takes an SX Function, got {f.name()!r} ({f.class_name()})")
+    args, outs = f.sx_in(), f(*f.sx_in()) if f.n_out() > 1 else [f(*f.sx_in())]
+    nominal = [ca.SX.sym("out_" + n, f.sparsity_out(i)) for i, n in enumerate(f.name_out())]
+    seeds = [ca.SX.sym("adj_" + n, f.sparsity_out(i)) for i, n in enumerate(f.name_out())]
+    inner = sum(ca.dot(o, s) for o, s in zip(outs, seeds))
+    adjoints = [ca.reshape(ca.gradient(inner, x), x.shape) for x in args]
+    inputs = args + nominal + seeds
+    input_names = [*f.name_in(), *("out_" + n for n in f.name_out()), *("adj_" + n for n in f.name_out())]
+    adjoint_names = ["adj_" + n for n in f.name_in()]
+    jac = ca.Function(
+        "jac_adj1_" + f.name(),
+        inputs + [ca.SX.sym("out_" + n, x.sparsity()) for n, x in zip(adjoint_names, args)],
+        ca.cse([ca.jacobian(a, y) for a in adjoints for y in inputs]),
+        input_names + ["out_" + n for n in adjoint_names],
+        [f"jac_{n}_{m}" for n in adjoint_names for m in input_names],
+    )
+    adj = ca.Function(
+        "adj1_" + f.name(), inputs, adjoints, input_names, adjoint_names, {"custom_jacobian": jac, "jac_penalty": 0}
+    )
+    return ca.Function(f.name(), args, outs, f.name_in(), f.name_out(), {"cache": {adj.name(): adj}})
