@@ -224,7 +224,7 @@ def blasfeo_command(args):
     print(f"{path}: {origin}, built for {target}; this CPU has {' '.join(sorted(cpu or ())) or 'unknown features'}")
     if not built and cpu and {"AVX2", "FMA"} <= cpu:
         print(
-            "fatrop's Riccati recursion takes 3-5x less time with blasfeo built for the CPU (benchmarks/README): "
+            "fatrop's Riccati recursion runs faster with blasfeo built for the CPU (benchmarks/README.md): "
             "build blasfeo "
             "(github.com/giaf/blasfeo, the version casadi ships, `make shared_library`) and run "
             "casrbd blasfeo --install lib/libblasfeo.so"

@@ -1,14 +1,13 @@
 """The blasfeo library behind casadi's fatrop: which instruction set it was built for, and swapping in
 one built for this CPU.
 
-fatrop's Riccati recursion runs in blasfeo. casadi's wheels ship blasfeo built for any x86-64 (SSE2,
-no AVX, no FMA), and on Crocoddyl's solo12 trot and jump that recursion then takes 2-5 times
-Crocoddyl's backward pass per iteration; with blasfeo built for this CPU it takes about as long, and
-fatrop's solves take 0.8-1.0x Crocoddyl FDDP's time instead of 1.0-2.3x (benchmarks/README). blasfeo
-builds in a minute (its ``make shared_library``, for the default target ``X64_INTEL_HASWELL``: AVX2 and
-FMA); ``install`` puts the result where fatrop loads it from, after checking that it exports every
-blasfeo symbol the installed casadi imports and needs no instruction this CPU lacks, and keeps the
-wheel's copy for ``restore``. Command line: ``casrbd blasfeo [--install LIB | --restore]``.
+fatrop's Riccati recursion runs in blasfeo. casadi's wheels ship blasfeo built for any x86-64 (SSE2, no
+AVX, no FMA); built for this CPU, it makes the recursion several times faster (figures:
+benchmarks/README.md, Crocoddyl's legged problems). blasfeo builds in a minute (its ``make
+shared_library``, for the default target ``X64_INTEL_HASWELL``: AVX2 and FMA); ``install`` puts the
+result where fatrop loads it from, after checking that it exports every blasfeo symbol the installed
+casadi imports and needs no instruction this CPU lacks, and keeps the wheel's copy for ``restore``.
+Command line: ``casrbd blasfeo [--install LIB | --restore]``.
 """
 
 import os
