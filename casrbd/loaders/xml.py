@@ -44,7 +44,7 @@ def read_text(source, max_bytes, kind, error):
         where = os.fspath(source)
         if not os.path.exists(where) and isinstance(where, str) and re.fullmatch(r"[\w-]+", where):
             raise FileNotFoundError(f"no {kind} file {where!r}; for a robot by name, casrbd.load_robot({where!r})")
-        data = _read_regular_file(where, max_bytes + 1, error)  # one byte more tells a file over the limit
+        data = read_head(where, max_bytes + 1, error)  # one byte more tells a file over the limit
     if len(data) > max_bytes:
         raise error(f"{where}: larger than the limit of {max_bytes} bytes (max_bytes)")
     try:
@@ -62,7 +62,7 @@ def regular_file(path, error):
 
 def read_bytes(path, max_bytes, error):
     """The bytes of a regular file of at most ``max_bytes`` (else ``error`` naming it)."""
-    data = _read_regular_file(path, max_bytes + 1, error)
+    data = read_head(path, max_bytes + 1, error)
     if len(data) > max_bytes:
         raise error(f"{path}: larger than the limit of {max_bytes} bytes")
     return data
@@ -74,7 +74,7 @@ def _check_mode(mode, path, error):
         raise error(f"{path}: not a regular file ({kind})")
 
 
-def _read_regular_file(path, limit, error):
+def read_head(path, limit, error):
     """At most ``limit`` bytes of a regular file; opened non-blocking so that a FIFO cannot hang."""
     regular_file(path, error)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
