@@ -25,7 +25,7 @@ from importlib import resources
 import numpy as np
 
 from ..functions import function
-from .visuals import GREY, MAX_MESH_BYTES, visuals
+from .visuals import GREY, MAX_MESH_BYTES, robot_visuals
 
 __all__ = ["GREY", "MAX_MESH_BYTES", "write_html"]
 
@@ -48,23 +48,24 @@ def write_html(path, model, times, qs, robot=None, title=None, max_triangles=400
     _require_finite(qs, "qs", [f"q[{k}] (joint {name!r})" for k, name in enumerate(_q_joints(model))])
     if len(times) > 1 and np.any(np.diff(times) <= 0):
         raise ValueError("times must increase")
-    shapes = [s for s in (visuals(robot) if robot is not None else []) if s[0] in model._frame_index]
+    shapes = [s for s in (robot_visuals(robot) if robot is not None else []) if s[0] in model._frame_index]
     links = sorted({s[0] for s in shapes})
     meshes = _decimate([(links.index(link), V, F, rgb) for link, V, F, rgb in shapes], max_triangles)
     fk = function(model, "forward_kinematics")
     poses, joints = [], []
-    for q in qs:
-        oMi = np.array(fk(q))
-        joints.append(oMi[:3, 3::4].T.round(5).ravel().tolist())
-        row = []
-        for link in links:
-            frame = model.frames[model.frame_index(link)]
-            R, p = np.eye(3), np.zeros(3)
-            if frame.joint >= 0:
-                R, p = oMi[:3, 4 * frame.joint : 4 * frame.joint + 3], oMi[:3, 4 * frame.joint + 3]
-            Rf, pf = np.array(frame.placement.R, dtype=float), np.array(frame.placement.p, dtype=float).reshape(3)
-            row.extend(np.concatenate([(R @ Rf).ravel(), R @ pf + p]).round(5).tolist())
-        poses.append(row)
+    with np.errstate(over="ignore", invalid="ignore"):  # a placement that overflows is refused below, by name
+        for q in qs:
+            oMi = np.array(fk(q))
+            joints.append(oMi[:3, 3::4].T.round(5).ravel().tolist())
+            row = []
+            for link in links:
+                frame = model.frames[model.frame_index(link)]
+                R, p = np.eye(3), np.zeros(3)
+                if frame.joint >= 0:
+                    R, p = oMi[:3, 4 * frame.joint : 4 * frame.joint + 3], oMi[:3, 4 * frame.joint + 3]
+                Rf, pf = np.array(frame.placement.R, dtype=float), np.array(frame.placement.p, dtype=float).reshape(3)
+                row.extend(np.concatenate([(R @ Rf).ravel(), R @ pf + p]).round(5).tolist())
+            poses.append(row)
     for rows, kind, names, width in ((poses, "link", links, 12), (joints, "joint", model.names, 3)):
         columns = [f"the placement of {kind} {name!r}" for name in names for _ in range(width)]
         _require_finite(np.array(rows, dtype=float).reshape(len(qs), -1), "forward kinematics", columns)

@@ -32,7 +32,7 @@ MAX_MESH_BYTES = 100_000_000
 _EMPTY = (np.zeros((0, 3)), np.zeros((0, 3), dtype=int))
 
 
-def visuals(robot):
+def robot_visuals(robot):
     """[(link, vertices in the link frame (n x 3), triangles (m x 3), rgb)] of a robot name, a URDF or
     MJCF path, or a URDF string."""
     if isinstance(robot, str) and robot.lstrip("\ufeff").lstrip().startswith("<"):
@@ -143,11 +143,14 @@ def _read_mesh(path, link):
     if suffix not in (".stl", ".dae"):
         warnings.warn(f"link {link!r}: mesh {path}: only STL and COLLADA are drawn; left out", stacklevel=5)
         return _EMPTY
-    data = read_bytes(path, MAX_MESH_BYTES, ValueError)
+    try:
+        data = read_bytes(path, MAX_MESH_BYTES, ValueError)
+    except ValueError as e:
+        raise ValueError(f"link {link!r}: mesh {e}") from None
     try:
         return _read_stl(data) if suffix == ".stl" else _read_collada(data, path)
     except (ValueError, KeyError, IndexError, AttributeError, TypeError, struct.error) as e:
-        raise ValueError(f"{path} (mesh of link {link!r}): cannot be read: {e}") from None
+        raise ValueError(f"link {link!r}: mesh {path} cannot be read: {e}") from None
 
 
 def _read_stl(data):
@@ -165,7 +168,7 @@ def _read_stl(data):
 
 def _read_collada(data, path):
     """The triangles of every geometry instanced in the visual scene, in metres, z up."""
-    text, where = read_text(data, MAX_MESH_BYTES, "COLLADA", ValueError)
+    text = read_text(data, MAX_MESH_BYTES, "COLLADA", ValueError)[0]
     root = element_tree(text, path, ValueError)
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     unit = root.find(f"{ns}asset/{ns}unit")
