@@ -33,21 +33,15 @@ joint's frame, inertias in the joint's frame):
   (``forcerange`` where limited, else |gain| ``ctrlrange`` for a motor, a
   fixed gain without bias), else none; MJCF has no velocity limits.
 
-Before MuJoCo: the document and every file it ``<include>``s (found as
-MuJoCo finds them: relative to the main file's folder, or to the current
-directory for a string; an include outside that folder is refused) are read
-by ``loaders.xml`` (regular files only, so a FIFO cannot hang; UTF-8; no
-DOCTYPE/ENTITY; ``max_bytes`` for all of them together) and handed to MuJoCo
-as its assets, so that MuJoCo compiles exactly what was checked; every other
-file they name (meshes, textures, height fields, skins: MuJoCo reads those
-itself) must be a regular file, checked with ``stat`` alone. MuJoCo's
-warnings go to Python, never to its ``MUJOCO_LOG.TXT`` in the current
-directory. After MuJoCo (``_check_numbers``): every number that
-enters the dynamics must be finite and at most ``MAX_MAGNITUDE`` (1e9, as in
-URDF) in magnitude, and every quaternion and hinge or slide axis of unit norm
-(MuJoCo normalises them, but leaves a degenerate one, of norm 1e-300 or
-overflowing, as it is), else an ``MJCFError`` names the body, joint, site or
-option and the file; MuJoCo itself only warns about a NaN, or says nothing.
+Before MuJoCo (``mjcf_documents``): the document, its includes (in the model's folder)
+and the files they name are read or checked safely (regular files, UTF-8, no
+DOCTYPE/ENTITY, ``max_bytes`` in all), and MuJoCo compiles exactly what was
+checked, its warnings going to Python, never to ``MUJOCO_LOG.TXT``.
+After MuJoCo (``_check_numbers``): every number that enters the dynamics
+must be finite and at most ``MAX_MAGNITUDE`` (1e9, as in URDF) in magnitude,
+and every quaternion and hinge or slide axis of unit norm (MuJoCo normalises
+them, but leaves a degenerate one, of norm 1e-300 or overflowing, as it is),
+else an ``MJCFError`` names the body, joint, site or option and the file; MuJoCo itself only warns about a NaN, or says nothing.
 
 What the tree cannot represent is reported by an ``MJCFWarning`` naming the
 element (an ``MJCFError`` with ``strict=True``, as are MuJoCo's own compiler
@@ -68,7 +62,6 @@ states, accelerations and generalized forces between the two.
 """
 
 import os
-import pathlib
 import warnings
 
 import numpy as np
@@ -76,8 +69,9 @@ import numpy as np
 from ..joints import FORMAT_TYPES, JOINT_TYPES, rotation_about
 from ..spatial import SE3, Inertia, quaternion_matrix
 from .builder import MAX_MAGNITUDE, Connection, Link, LoadError, LoadWarning, build
+from .mjcf_documents import compile_checked
 from .mujoco_state import from_mujoco_force, from_mujoco_state, to_mujoco_force, to_mujoco_state, velocity_map
-from .xml import MAX_BYTES, element_tree, read_text, regular_file, short_path
+from .xml import MAX_BYTES, short_path
 
 __all__ = [
     "MJCFError",
@@ -115,7 +109,7 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
     the model cannot represent and for MuJoCo's compiler warnings. Raises ``MJCFError`` (with MuJoCo's message)
     for a file MuJoCo rejects, ``OSError`` for a path that cannot be read and
     ``ImportError`` when MuJoCo is not installed."""
-    mj, m, notes, root, where = _checked(source, max_bytes)
+    mj, m, notes, root, where = compile_checked(source, max_bytes, MJCFError)
     is_path = where not in ("MJCF string", "MJCF bytes")
     if strict and notes:
         raise MJCFError(f"{where}: " + "; ".join(notes))
@@ -138,109 +132,7 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
 def mujoco_model(source, max_bytes=MAX_BYTES):
     """MuJoCo's compiled ``mjModel`` of an MJCF path, string or bytes, read and checked as ``load_mjcf``
     reads it (its compiler warnings dropped, never written to ``MUJOCO_LOG.TXT``)."""
-    return _checked(source, max_bytes)[1]
-
-
-def _checked(source, max_bytes):
-    """(mujoco, mjModel, MuJoCo's warnings, the document's root element, how to name it): the document
-    and its includes read safely, the files they name checked, then compiled by MuJoCo."""
-    text, where = read_text(source, max_bytes, "MJCF", MJCFError)
-    root = element_tree(text, where, MJCFError)
-    if root.tag != "mujoco":
-        hint = " (a URDF: load it with casrbd.load_urdf)" if root.tag == "robot" else ""
-        raise MJCFError(f"{where}: root element is <{root.tag}>, expected <mujoco>{hint}")
-    is_path = not isinstance(source, (bytes, bytearray)) and not (
-        isinstance(source, str) and source.lstrip("\ufeff").lstrip().startswith("<")
-    )
-    folder = os.path.dirname(where) if is_path else ""
-    documents = _included(root, folder, where, max_bytes, len(text.encode()))
-    _check_asset_files(documents, folder)
-    assets = {name: data for name, (data, _, _) in documents.items() if name is not None}
-    return (*_compile(text, where if is_path else None, where, assets), root, where)
-
-
-def _included(root, folder, where, max_bytes, size):
-    """{file attribute: (bytes, root element, path)} of the main document (key None) and of every
-    document ``<include>``d, directly or not, each read and parsed as the main one; ``folder``: where
-    MuJoCo looks for them (the main file's, "" for the current one), which they may not leave;
-    ``size``: the main document's bytes, counted with the included ones against ``max_bytes``. A file
-    is read once, which also ends an include cycle (MuJoCo then reports it)."""
-    documents, pending = {None: (b"", root, where)}, [(root, where)]
-    base = os.path.realpath(folder or os.curdir)
-    while pending:
-        document, parent = pending.pop()
-        for element in document.iter("include"):
-            name = element.get("file")
-            if not name or name in documents:  # no file attribute: MuJoCo's error says so
-                continue
-            path = pathlib.Path(folder, name)
-            if os.path.commonpath([os.path.realpath(path), base]) != base:
-                raise MJCFError(
-                    f"{parent}: <include file={name!r}> is outside the model's folder {base}: "
-                    f"a document includes files from its own folder and below"
-                )
-            try:
-                text, path = read_text(path, max_bytes, "MJCF", MJCFError)
-            except OSError as e:
-                raise MJCFError(f"{parent}: <include file={name!r}> cannot be read: {e}") from None
-            included = element_tree(text, path, MJCFError)
-            documents[name] = (text.encode("utf-8"), included, path)
-            size += len(documents[name][0])
-            if size > max_bytes:
-                raise MJCFError(f"{where}: with the files it includes, larger than the limit of {max_bytes} bytes")
-            pending.append((included, path))
-    return documents
-
-
-# the attributes that name a file MuJoCo reads itself (a cube texture has one per face)
-_FILE_ATTRIBUTES = ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
-
-
-def _check_asset_files(documents, folder):
-    """Every file a document names (meshes, textures, height fields, skins), found as MuJoCo finds it
-    (``<compiler meshdir texturedir assetdir>``, relative to ``folder``), a regular file if it exists:
-    MuJoCo opens it blocking, so a FIFO would hang it. MuJoCo reports the missing ones."""
-    dirs = {}
-    for _, root, _ in documents.values():
-        for compiler in root.iter("compiler"):
-            dirs.update({k: v for k, v in compiler.attrib.items() if k in ("meshdir", "texturedir", "assetdir")})
-    for _, root, path in documents.values():
-        for element in root.iter():
-            if element.tag == "include":
-                continue
-            kind = "meshdir" if element.tag in ("mesh", "skin") else "texturedir"
-            for attribute in _FILE_ATTRIBUTES:
-                name = element.get(attribute)
-                if not name:
-                    continue
-                file = os.path.join(folder, dirs.get(kind, dirs.get("assetdir", "")), name)
-                if os.path.exists(file):
-                    try:
-                        regular_file(file, MJCFError)
-                    except MJCFError as e:
-                        raise MJCFError(f"{path}: <{element.tag} {attribute}={name!r}>: {e}") from None
-
-
-def _compile(text, path, where, assets):
-    """(mujoco, the compiled mjModel, MuJoCo's warnings): from the path when there is one, so that
-    MuJoCo finds meshes beside it, with the included files as checked (``assets``); MuJoCo's errors
-    raise MJCFError."""
-    try:
-        import mujoco
-    except ImportError as e:
-        raise ImportError(f"load_mjcf needs MuJoCo: pip install 'casrbd[mjcf]' ({e})") from None
-    notes = []
-    previous = mujoco.get_mju_user_warning()
-    # MuJoCo prints warnings on stderr and appends them to MUJOCO_LOG.TXT in the current directory
-    # unless a handler takes them (a process-wide setting, restored right after)
-    mujoco.set_mju_user_warning(lambda message: notes.append(f"MuJoCo: {message.strip()}"))
-    try:
-        m = mujoco.MjModel.from_xml_path(path, assets) if path else mujoco.MjModel.from_xml_string(text, assets)
-    except Exception as e:  # MuJoCo raises ValueError naming the element and line at fault
-        raise MJCFError(f"{where}: MuJoCo rejected it: {str(e).strip()}") from None
-    finally:
-        mujoco.set_mju_user_warning(previous)
-    return mujoco, m, notes
+    return compile_checked(source, max_bytes, MJCFError)[1]
 
 
 class _Kinds:
