@@ -41,7 +41,8 @@ After MuJoCo (``_check_numbers``): every number that enters the dynamics
 must be finite and at most ``MAX_MAGNITUDE`` (1e9, as in URDF) in magnitude,
 and every quaternion and hinge or slide axis of unit norm (MuJoCo normalises
 them, but leaves a degenerate one, of norm 1e-300 or overflowing, as it is),
-else an ``MJCFError`` names the body, joint, site or option and the file; MuJoCo itself only warns about a NaN, or says nothing.
+else an ``MJCFError`` names the body, joint, site or option and the file;
+MuJoCo itself only warns about a NaN, or says nothing.
 
 What the tree cannot represent is reported by an ``MJCFWarning`` naming the
 element (an ``MJCFError`` with ``strict=True``, as are MuJoCo's own compiler
