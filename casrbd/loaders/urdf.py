@@ -75,8 +75,9 @@ def load_urdf(source, floating_base=False, max_bytes=MAX_BYTES):
     example-robot-data) are refused before they are parsed.
 
     Raises ``URDFError`` for a URDF that does not describe a tree of physical
-    bodies, and warns (``URDFWarning``) for questionable values it accepts; a
-    path that cannot be read raises ``OSError``."""
+    bodies, and warns (``URDFWarning``, naming a file deep in a package from
+    the package's folder: ``loaders.xml.short_path``) for questionable values it
+    accepts; a path that cannot be read raises ``OSError``."""
     text, where = read_text(source, max_bytes, "URDF", URDFError)
     robot = _parse(text, where)
     notes = []
