@@ -67,7 +67,7 @@ def _urdf_visuals(root, folder, package):
 
 def _finite(V, link):
     if not np.all(np.isfinite(V)):
-        raise ValueError(f"link {link!r}: a visual has non-finite vertices (its origin, scale or size)")
+        raise ValueError(f"link {link!r}: a visual has non-finite vertices (its mesh, origin, scale or size)")
     return V
 
 
@@ -256,7 +256,7 @@ def _mjcf_visuals(path):
             ]
         )
         name = m.body(int(m.geom_bodyid[g])).name or ("world" if m.geom_bodyid[g] == 0 else None)
-        out.append((name, V @ R.T + m.geom_pos[g], F, tuple(float(c) for c in m.geom_rgba[g][:3])))
+        out.append((name, _finite(V @ R.T + m.geom_pos[g], name), F, tuple(float(c) for c in m.geom_rgba[g][:3])))
     return out
 
 

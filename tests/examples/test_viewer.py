@@ -199,6 +199,9 @@ def test_meshes_over_the_size_limit_or_unparsable_are_refused_naming_the_file(tm
             (tmp_path / name / "robot" / "meshes" / name).write_bytes(content)
         with pytest.raises(ValueError, match=rf"link 'upper': mesh .*{name} cannot be read: "):
             viewer.write_html(tmp_path / "x.html", model, [0.0], [[0.0, 0.0]], path)
+    model, path = _package(tmp_path / "nan", "meshes/arm.stl", stl=TRIANGLE.replace(b"vertex 1 0 0", b"vertex nan 0 0"))
+    with pytest.raises(ValueError, match=r"link 'upper': a visual has non-finite vertices"):
+        viewer.write_html(tmp_path / "x.html", model, [0.0], [[0.0, 0.0]], path)
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs here")
