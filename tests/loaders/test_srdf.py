@@ -10,7 +10,7 @@ import pytest
 
 import casrbd
 from casrbd.loaders import SRDFError, load_srdf
-from casrbd.models import example_robot_data_dir, reference_configurations, robot_path, srdf_path
+from casrbd.models import EXAMPLE_SRDFS, example_robot_data_dir, reference_configurations, robot_path, srdf_path
 
 pytestmark = pytest.mark.skipif(example_robot_data_dir() is None, reason="example-robot-data is not installed")
 
@@ -138,3 +138,25 @@ def test_other_variants_joints_are_skipped_only_when_not_strict():
         load_srdf(srdf_path("talos_arm"), arm)
     q = load_srdf(srdf_path("talos_arm"), arm, strict=False).reference_configurations["half_sitting"]
     assert q[arm.idx_q[arm.joint_index("arm_left_4_joint")]] == -0.525366
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXAMPLE_SRDFS))
+def test_every_listed_srdf_reads_as_pinocchio_reads_it(pin, name):
+    """The whole table (kinova's continuous joints are (cos, sin) in Pinocchio: its poses are compared
+    through the angles)."""
+    model = _robot(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", casrbd.URDFWarning)
+        ours = reference_configurations(name)
+    pm = _pinocchio(pin, name)
+    pin.loadReferenceConfigurations(pm, srdf_path(name), False)
+    theirs = {entry.key(): np.array(entry.data()) for entry in pm.referenceConfigurations}
+    assert set(ours) == set(theirs)
+    for pose, q in ours.items():
+        for i, joint in enumerate(model.names):
+            pj = pm.joints[pm.getJointId(joint)]
+            expected = theirs[pose][pj.idx_q : pj.idx_q + pj.nq]
+            if pj.nq == 2 and model.joints[i].nq == 1:
+                expected = [np.arctan2(expected[1], expected[0])]
+            np.testing.assert_allclose(q[model.q_slice(i)], expected, atol=1e-12, err_msg=f"{pose}: {joint}")
