@@ -6,8 +6,10 @@ differences and its evaluation time in casadi's virtual machine (a short
 timing by default, a few seconds in all; ``--time`` times carefully and adds
 the compiled code's time through ``casrbd.fast`` and, when Pinocchio is
 installed, Pinocchio's through its Python bindings).
-``casrbd info [ROBOT]``: the model, its frames and limits, and the size of the
-core Functions.
+``casrbd info [ROBOT]``: the model, its frames and limits (those that look like
+placeholders of the description marked "placeholder?": ``Model.placeholder_limits``),
+the reference configurations of its SRDF (robots of ``casrbd.models.EXAMPLE_SRDFS``)
+and the size of the core Functions.
 ``casrbd cache``: where the disk cache of Functions and compiled libraries is and
 what it holds; ``--clear`` removes its entries (``--unused-days N``: those
 not used for N days). Entries of older casrbd or casadi versions are never
@@ -30,7 +32,9 @@ import numpy as np
 from . import __version__, codegen
 from .api import difference, integrate, random_configuration
 from .functions import function
-from .models import DEFAULT_ROBOT, load_robot, robot_format, robot_path
+from .loaders.srdf import load_srdf
+from .loaders.xml import short_path
+from .models import DEFAULT_ROBOT, EXAMPLE_SRDFS, load_robot, robot_format, robot_path, srdf_path
 from .ocp import blasfeo
 from .testing import central_differences, rel_err
 
@@ -183,12 +187,25 @@ def info(args):
     for f in model.frames:
         print(f"  {f.name:<40s} {model.names[f.joint] if f.joint >= 0 else 'world'}")
     print("limits per joint: position [rad or m] lower, upper; velocity [rad/s or m/s]; effort [N m or N]:")
+    placeholders = model.placeholder_limits()
     for i, name in enumerate(model.names):
         q, v = model.q_slice(i), model.v_slice(i)
+        flag = f"  placeholder? {', '.join(placeholders[name])}" if name in placeholders else ""
         print(
             f"  {name:<32s} {_numbers(model.lower[q])} {_numbers(model.upper[q])} "
-            f"{_numbers(model.velocity_limit[v])} {_numbers(model.effort_limit[v])}"
+            f"{_numbers(model.velocity_limit[v])} {_numbers(model.effort_limit[v])}{flag}"
         )
+    if placeholders:
+        print(
+            "  placeholder?: likely not the robot's (on a revolute joint, a position limit beyond a full turn, "
+            "a velocity or effort bound of 1000 or more; casrbd.Model.placeholder_limits)"
+        )
+    if args.robot in EXAMPLE_SRDFS:
+        path = srdf_path(args.robot)
+        poses = load_srdf(path, model, strict=False).reference_configurations
+        print(f"reference configurations ({short_path(path)}; q):")
+        for pose, q in poses.items():
+            print(f"  {pose:<24s} {_numbers(q)}")
     print("casadi SX Function sizes (n_instructions):")
     for name in CORE_FUNCTIONS:
         print(f"  {name:<22s} {function(model, name).n_instructions():8d}")
@@ -231,6 +248,17 @@ def blasfeo_command(args):
         )
 
 
+def _seed(text):
+    """argparse's type of --seed: its message is printed after the option's name."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"an integer >= 0 expected, got {text!r}")
+    return seed
+
+
 def _megabytes(size):
     return f"{size / 1e6:.1f} MB"
 
@@ -257,7 +285,7 @@ def main(argv=None):
             help="URDF or MJCF path, shipped model or example-robot-data name (default: %(default)s)",
         )
         p.add_argument("--floating-base", action="store_true", default=None, help="add a free-flyer root")
-        p.add_argument("--seed", type=int, default=0, help="random state (default: %(default)s)")
+        p.add_argument("--seed", type=_seed, default=0, help="random state, an integer >= 0 (default: %(default)s)")
         if name == "compare":
             p.add_argument(
                 "--time",

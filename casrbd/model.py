@@ -32,7 +32,15 @@ class Body(NamedTuple):
     ``armature``: the rotor inertia reflected on each of the joint's nv velocities (added to the
     mass matrix's diagonal, as Pinocchio's ``model.armature``; None for none); ``velocity_limit``,
     ``effort_limit``: bounds on the magnitude of each velocity and generalized force (nv numbers
-    >= 0, or None for none: infinite), as Pinocchio's ``velocityLimit`` and ``effortLimit``."""
+    >= 0, or None for none: infinite), as Pinocchio's ``velocityLimit`` and ``effortLimit``.
+
+    Limits are kept as the description gives them, and descriptions often fill them with
+    placeholders (solo12's URDF: +-10 rad, 1000 rad/s, 1000 N m). ``Model.placeholder_limits``
+    flags the likely ones by a fixed rule, on revolute joints (where the units say what is
+    physical): a position limit beyond a full turn (|limit| > 2 pi rad, past the rounding of 2 pi:
+    the UR arms' +-2 pi are real), a velocity bound of ``PLACEHOLDER_BOUND`` (1000) rad/s or more,
+    an effort bound of 1000 N m or more; ``casrbd info`` marks them "placeholder?". Nothing is
+    changed: the caller decides what to bound."""
 
     name: str
     joint: object
@@ -44,6 +52,12 @@ class Body(NamedTuple):
     armature: object = None
     velocity_limit: object = None
     effort_limit: object = None
+
+
+# on a revolute joint, a velocity (rad/s) or effort (N m) bound this large, or a position limit beyond
+# a full turn, is likely a placeholder of the description (``Model.placeholder_limits``)
+PLACEHOLDER_BOUND = 1000.0
+PLACEHOLDER_TURN = 2 * np.pi + 1e-6
 
 
 class Frame(NamedTuple):
@@ -253,6 +267,24 @@ class Model(Frozen):
 
     def q_slice(self, i):
         return slice(self.idx_q[i], self.idx_q[i] + self.joints[i].nq)
+
+    def placeholder_limits(self):
+        """{joint name: the kinds of its limits ("position", "velocity", "effort") that are likely
+        placeholders}, by the rule of ``Body``'s docstring; joints without any are left out."""
+        out = {}
+        for i, name in enumerate(self.names):
+            if self.joints[i].type != "revolute":
+                continue
+            q, v = self.q_slice(i), self.v_slice(i)
+            for kind, x, bound in (
+                ("position", np.concatenate([self.lower[q], self.upper[q]]), PLACEHOLDER_TURN),
+                ("velocity", self.velocity_limit[v], PLACEHOLDER_BOUND),
+                ("effort", self.effort_limit[v], PLACEHOLDER_BOUND),
+            ):
+                x = np.abs(x[np.isfinite(x)])  # infinite: no limit
+                if np.any(x >= bound):
+                    out.setdefault(name, []).append(kind)
+        return out
 
     @property
     def mass(self):

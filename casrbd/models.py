@@ -1,8 +1,12 @@
 """Models by name and synthetic models for tests and scaling benchmarks.
 
-``load_robot`` resolves a URDF or MJCF path, a model shipped with the package
-(``arm7``, the default) or an example-robot-data robot (found through the
-installed distribution's files; it is a test extra, never downloaded).
+``load_robot`` resolves a model shipped with the package (``arm7``, the
+default), an example-robot-data robot (found through the installed
+distribution's files; it is a test extra, never downloaded) or a URDF or MJCF
+path; a robot's name wins over a file of that name in the current directory
+(write ``./solo12`` for the file). ``reference_configurations`` reads the named
+poses of the robots whose example-robot-data package ships an SRDF
+(``EXAMPLE_SRDFS``), ``load_robot(..., rotors=True)`` its rotor armature.
 ``random_tree`` builds kinematic trees of any size, branching and joint mix
 with random placements and physically valid random inertias (after
 spatial_v2's autoTree).
@@ -15,7 +19,9 @@ from importlib import metadata, resources
 import numpy as np
 
 from .joints import JOINT_TYPES
-from .loaders import load_mjcf, load_urdf
+from .loaders import LoadError, load_mjcf, load_urdf
+from .loaders.srdf import load_srdf
+from .loaders.xml import read_head
 from .model import Body, Frame, Model
 from .spatial import SE3, Inertia, quaternion_matrix
 
@@ -96,6 +102,37 @@ NOT_LOADABLE = {
     "talos_legs": "cut from talos by example_robot_data's Python loader; load 'talos' and keep the legs",
 }
 
+# the SRDF of a robot (under example-robot-data's robots/), as example_robot_data.load reads it; one file
+# serves the variants of a robot (talos.srdf: the full, reduced and arm models), each reading its own joints
+_SOLO, _TALOS, _UR5 = "solo_description/srdf/solo.srdf", "talos_data/srdf/talos.srdf", "ur_description/srdf/ur5.srdf"
+EXAMPLE_SRDFS = {
+    "a1": "a1_description/srdf/a1.srdf",
+    "anymal": "anymal_b_simple_description/srdf/anymal.srdf",
+    "anymal_c": "anymal_c_simple_description/srdf/anymal.srdf",
+    "anymal_kinova": "anymal_b_simple_description/srdf/anymal-kinova.srdf",
+    "b1": "b1_description/srdf/b1.srdf",
+    "b1_z1": "b1_description/srdf/b1-z1.srdf",
+    "bolt": "bolt_description/srdf/bolt.srdf",
+    "finger_edu": "finger_edu_description/srdf/finger_edu.srdf",
+    "go1": "go1_description/srdf/go1.srdf",
+    "hyq": "hyq_description/srdf/hyq.srdf",
+    "icub": "icub_description/srdf/icub.srdf",
+    "icub_reduced": "icub_description/srdf/icub.srdf",
+    "kinova": "kinova_description/srdf/kinova.srdf",
+    "panda": "panda_description/srdf/panda.srdf",
+    "simple_humanoid": "simple_humanoid_description/srdf/simple_humanoid.srdf",
+    "simple_humanoid_classical": "simple_humanoid_description/srdf/simple_humanoid_classical.srdf",
+    "solo8": _SOLO,
+    "solo12": _SOLO,
+    **dict.fromkeys(("talos", "talos_arm", "talos_box", "talos_full", "talos_full_box", "talos_full_v2"), _TALOS),
+    "talos_reduced": _TALOS,
+    "ur3_gripper": "ur_description/srdf/ur3_gripper.srdf",
+    "ur5": _UR5,
+    "ur5_gripper": "ur_description/srdf/ur5_gripper.srdf",
+    "ur5_limited": _UR5,
+    "z1": "z1_description/srdf/z1.srdf",
+}
+
 ALL_JOINT_TYPES = tuple(JOINT_TYPES)
 # the joint types the analytical derivative algorithms support (constant motion subspace)
 CONSTANT_SUBSPACE_TYPES = tuple(n for n, cls in JOINT_TYPES.items() if cls.constant_subspace)
@@ -118,16 +155,21 @@ def example_robot_data_dir():
 
 def robot_format(path):
     """The format of a robot file: "mjcf" when its root element is <mujoco>, else "urdf"."""
-    with open(path, "rb") as fh:
-        head = fh.read(65536).decode("utf-8", errors="replace")
+    head = read_head(path, 65536, LoadError).decode("utf-8", errors="replace")
     # the first element's tag, after the XML declaration, comments and processing instructions
     first = re.search(r"<(?![?!])\s*([\w:.-]+)", re.sub(r"<!--.*?-->", "", head, flags=re.DOTALL))
     return "mjcf" if first and first.group(1) == "mujoco" else "urdf"
 
 
 def robot_path(name):
-    """(URDF or MJCF path, free-flyer root) of a robot name or file path."""
-    if os.path.isfile(name):
+    """(URDF or MJCF path, free-flyer root) of a robot name or file path; a name wins over a file of that
+    name in the current directory."""
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"robot must be a robot name or a file path (str or os.PathLike), got {type(name).__name__}")
+    name = os.fspath(name)
+    if isinstance(name, bytes):
+        raise TypeError(f"robot must be a robot name or a file path as str, got bytes {name!r}")
+    if name not in SHIPPED and name not in EXAMPLE_ROBOTS and name not in NOT_LOADABLE and os.path.exists(name):
         return name, False
     if name in SHIPPED:
         return str(resources.files("casrbd") / "data" / f"{name}.urdf"), False
@@ -148,16 +190,43 @@ def robot_path(name):
     raise LookupError(f"unknown robot {name!r}: not a file, nor one of {list(SHIPPED) + list(EXAMPLE_ROBOTS)}")
 
 
-def load_robot(name=DEFAULT_ROBOT, floating_base=None):
+def load_robot(name=DEFAULT_ROBOT, floating_base=None, rotors=False):
     """Model of a robot name (see ``robot_path``), URDF or MJCF path; legged robots get a free-flyer root.
     An MJCF file (root element <mujoco>) says itself where its free joints are: ``floating_base`` must
-    then be left to None or False."""
+    then be left to None or False. ``rotors``: with the rotor armature of the robot's SRDF
+    (``<rotor_params>``, example-robot-data's Talos), set on the joints it names."""
     path, floating = robot_path(name)
     if robot_format(path) == "mjcf":
         if floating_base:
             raise ValueError(f"{path}: an MJCF file has its own free joints; floating_base applies to URDF only")
-        return load_mjcf(path)
-    return load_urdf(path, floating if floating_base is None else floating_base)
+        model = load_mjcf(path)
+    else:
+        model = load_urdf(path, floating if floating_base is None else floating_base)
+    if rotors:
+        armature = _srdf(name, model).armature
+        if not armature:
+            raise LookupError(f"robot {name!r}: its SRDF {srdf_path(name)} has no <rotor_params>")
+        model = model.with_armature(armature)
+    return model
+
+
+def srdf_path(name):
+    """The SRDF of an example-robot-data robot name (``EXAMPLE_SRDFS``)."""
+    robot_path(name)  # a known robot, example-robot-data installed
+    if name not in EXAMPLE_SRDFS:
+        raise LookupError(f"robot {name!r}: no SRDF known for it; robots with one: {', '.join(sorted(EXAMPLE_SRDFS))}")
+    return os.path.join(example_robot_data_dir(), EXAMPLE_SRDFS[name])
+
+
+def reference_configurations(name):
+    """{pose name: q (nq,), read-only} of a robot name's SRDF (``EXAMPLE_SRDFS``; solo12: ``standing``,
+    talos: ``half_sitting``), for ``load_robot(name)``'s model."""
+    return _srdf(name, load_robot(name)).reference_configurations
+
+
+def _srdf(name, model):
+    # the SRDF may be shared with variants that have joints this one lacks
+    return load_srdf(srdf_path(name), model, strict=False)
 
 
 def random_inertia(rng):

@@ -33,17 +33,16 @@ joint's frame, inertias in the joint's frame):
   (``forcerange`` where limited, else |gain| ``ctrlrange`` for a motor, a
   fixed gain without bias), else none; MJCF has no velocity limits.
 
-Before MuJoCo: the document and every file it ``<include>``s (found as
-MuJoCo finds them: relative to the main file's folder, or to the current
-directory for a string) are read by ``loaders.xml`` (regular files only, so a
-FIFO cannot hang; UTF-8; no DOCTYPE/ENTITY; ``max_bytes`` for all of them
-together) and handed to MuJoCo as its assets, so that MuJoCo compiles exactly
-what was checked. After MuJoCo (``_check_numbers``): every number that
-enters the dynamics must be finite and at most ``MAX_MAGNITUDE`` (1e9, as in
-URDF) in magnitude, and every quaternion and hinge or slide axis of unit norm
-(MuJoCo normalises them, but leaves a degenerate one, of norm 1e-300 or
-overflowing, as it is), else an ``MJCFError`` names the body, joint, site or
-option and the file; MuJoCo itself only warns about a NaN, or says nothing.
+Before MuJoCo (``mjcf_documents``): the document, its includes (in the model's folder)
+and the files they name are read or checked safely (regular files, UTF-8, no
+DOCTYPE/ENTITY, ``max_bytes`` in all), and MuJoCo compiles exactly what was
+checked, its warnings going to Python, never to ``MUJOCO_LOG.TXT``.
+After MuJoCo (``_check_numbers``): every number that enters the dynamics
+must be finite and at most ``MAX_MAGNITUDE`` (1e9, as in URDF) in magnitude,
+and every quaternion and hinge or slide axis of unit norm (MuJoCo normalises
+them, but leaves a degenerate one, of norm 1e-300 or overflowing, as it is),
+else an ``MJCFError`` names the body, joint, site or option and the file;
+MuJoCo itself only warns about a NaN, or says nothing.
 
 What the tree cannot represent is reported by an ``MJCFWarning`` naming the
 element (an ``MJCFError`` with ``strict=True``, as are MuJoCo's own compiler
@@ -64,7 +63,6 @@ states, accelerations and generalized forces between the two.
 """
 
 import os
-import pathlib
 import warnings
 
 import numpy as np
@@ -72,8 +70,9 @@ import numpy as np
 from ..joints import FORMAT_TYPES, JOINT_TYPES, rotation_about
 from ..spatial import SE3, Inertia, quaternion_matrix
 from .builder import MAX_MAGNITUDE, Connection, Link, LoadError, LoadWarning, build
+from .mjcf_documents import compile_checked
 from .mujoco_state import from_mujoco_force, from_mujoco_state, to_mujoco_force, to_mujoco_state, velocity_map
-from .xml import MAX_BYTES, element_tree, read_text
+from .xml import MAX_BYTES, short_path
 
 __all__ = [
     "MJCFError",
@@ -81,6 +80,7 @@ __all__ = [
     "from_mujoco_force",
     "from_mujoco_state",
     "load_mjcf",
+    "mujoco_model",
     "to_mujoco_force",
     "to_mujoco_state",
     "velocity_map",
@@ -110,16 +110,8 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
     the model cannot represent and for MuJoCo's compiler warnings. Raises ``MJCFError`` (with MuJoCo's message)
     for a file MuJoCo rejects, ``OSError`` for a path that cannot be read and
     ``ImportError`` when MuJoCo is not installed."""
-    text, where = read_text(source, max_bytes, "MJCF", MJCFError)
-    root = element_tree(text, where, MJCFError)
-    if root.tag != "mujoco":
-        hint = " (a URDF: load it with casrbd.load_urdf)" if root.tag == "robot" else ""
-        raise MJCFError(f"{where}: root element is <{root.tag}>, expected <mujoco>{hint}")
-    is_path = not isinstance(source, (bytes, bytearray)) and not (
-        isinstance(source, str) and source.lstrip("\ufeff").lstrip().startswith("<")
-    )
-    assets = _included(root, os.path.dirname(where) if is_path else "", where, max_bytes, len(text.encode()))
-    mj, m, notes = _compile(text, where if is_path else None, where, assets)
+    mj, m, notes, root, where = compile_checked(source, max_bytes, MJCFError)
+    is_path = where not in ("MJCF string", "MJCF bytes")
     if strict and notes:
         raise MJCFError(f"{where}: " + "; ".join(notes))
     name = root.get("model") or (os.path.splitext(os.path.basename(where))[0] if is_path else "mjcf")
@@ -134,54 +126,14 @@ def load_mjcf(source, strict=False, max_bytes=MAX_BYTES):
     if model.idx_q != tuple(m.jnt_qposadr) or model.idx_v != tuple(m.jnt_dofadr):  # the state maps rely on it
         raise AssertionError(f"{where}: casrbd's joint order differs from MuJoCo's")
     for note in notes + unsupported + more:
-        warnings.warn(f"{where}: {note}", MJCFWarning, stacklevel=2)
+        warnings.warn(f"{short_path(where)}: {note}", MJCFWarning, stacklevel=2)
     return model
 
 
-def _included(root, folder, where, max_bytes, size):
-    """{file attribute: bytes} of every document ``<include>``d, directly or not, each read and parsed as
-    the main one; ``folder``: where MuJoCo looks for them (the main file's, "" for the current one);
-    ``size``: the main document's bytes, counted with the included ones against ``max_bytes``. A file
-    is read once, which also ends an include cycle (MuJoCo then reports it)."""
-    assets, pending = {}, [(root, where)]
-    while pending:
-        document, parent = pending.pop()
-        for element in document.iter("include"):
-            name = element.get("file")
-            if not name or name in assets:  # no file attribute: MuJoCo's error says so
-                continue
-            try:
-                text, path = read_text(pathlib.Path(folder, name), max_bytes, "MJCF", MJCFError)
-            except OSError as e:
-                raise MJCFError(f"{parent}: <include file={name!r}> cannot be read: {e}") from None
-            assets[name] = text.encode("utf-8")
-            size += len(assets[name])
-            if size > max_bytes:
-                raise MJCFError(f"{where}: with the files it includes, larger than the limit of {max_bytes} bytes")
-            pending.append((element_tree(text, path, MJCFError), path))
-    return assets
-
-
-def _compile(text, path, where, assets):
-    """(mujoco, the compiled mjModel, MuJoCo's warnings): from the path when there is one, so that
-    MuJoCo finds meshes beside it, with the included files as checked (``assets``); MuJoCo's errors
-    raise MJCFError."""
-    try:
-        import mujoco
-    except ImportError as e:
-        raise ImportError(f"load_mjcf needs MuJoCo: pip install 'casrbd[mjcf]' ({e})") from None
-    notes = []
-    previous = mujoco.get_mju_user_warning()
-    # MuJoCo prints warnings on stderr and appends them to MUJOCO_LOG.TXT in the current directory
-    # unless a handler takes them (a process-wide setting, restored right after)
-    mujoco.set_mju_user_warning(lambda message: notes.append(f"MuJoCo: {message.strip()}"))
-    try:
-        m = mujoco.MjModel.from_xml_path(path, assets) if path else mujoco.MjModel.from_xml_string(text, assets)
-    except Exception as e:  # MuJoCo raises ValueError naming the element and line at fault
-        raise MJCFError(f"{where}: MuJoCo rejected it: {str(e).strip()}") from None
-    finally:
-        mujoco.set_mju_user_warning(previous)
-    return mujoco, m, notes
+def mujoco_model(source, max_bytes=MAX_BYTES):
+    """MuJoCo's compiled ``mjModel`` of an MJCF path, string or bytes, read and checked as ``load_mjcf``
+    reads it (its compiler warnings dropped, never written to ``MUJOCO_LOG.TXT``)."""
+    return compile_checked(source, max_bytes, MJCFError)[1]
 
 
 class _Kinds:

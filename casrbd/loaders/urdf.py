@@ -32,7 +32,7 @@ import numpy as np
 from ..joints import FORMAT_TYPES, JOINT_TYPES, FreeFlyer, Screw
 from ..spatial import SE3, Inertia
 from .builder import MAX_MAGNITUDE, Connection, Link, LoadError, LoadWarning, build
-from .xml import MAX_BYTES, element_tree, read_text
+from .xml import MAX_BYTES, element_tree, read_text, short_path
 
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 # tag: ({attribute: how many numbers, 0 for text}, child tags); anything else is stripped
@@ -75,8 +75,9 @@ def load_urdf(source, floating_base=False, max_bytes=MAX_BYTES):
     example-robot-data) are refused before they are parsed.
 
     Raises ``URDFError`` for a URDF that does not describe a tree of physical
-    bodies, and warns (``URDFWarning``) for questionable values it accepts; a
-    path that cannot be read raises ``OSError``."""
+    bodies, and warns (``URDFWarning``, naming a file deep in a package from
+    the package's folder: ``loaders.xml.short_path``) for questionable values it
+    accepts; a path that cannot be read raises ``OSError``."""
     text, where = read_text(source, max_bytes, "URDF", URDFError)
     robot = _parse(text, where)
     notes = []
@@ -87,7 +88,7 @@ def load_urdf(source, floating_base=False, max_bytes=MAX_BYTES):
         robot.name or "robot", links, connections, where, URDFError, FreeFlyer() if floating_base else None
     )
     for note in notes + more:
-        warnings.warn(f"{where}: {note}", URDFWarning, stacklevel=2)
+        warnings.warn(f"{short_path(where)}: {note}", URDFWarning, stacklevel=2)
     return model
 
 

@@ -1,8 +1,13 @@
 """Reading robot description documents safely: regular files only, a size limit, UTF-8 text, and
 no DOCTYPE.
 
-A path is opened without blocking and must be a regular file: a FIFO (which would block until some
-writer appears), a device or a directory is refused before anything is read.
+A path must be a regular file (``regular_file``: checked with ``stat`` before it is opened, and again
+on the open descriptor): a FIFO (which would block until some writer appears), a device or a directory
+is refused before anything is read; it is opened without blocking, should it change in between.
+``read_bytes`` reads any other file (a mesh) the same way, within a size limit.
+
+Messages name files by the path given; warnings about a file deep in an installed package name it
+from its package (``short_path``), as ``example-robot-data/robots/talos_data/robots/talos_reduced.urdf``.
 
 Entity expansion is a denial-of-service and file-disclosure vector, and no
 robot format needs it: a DOCTYPE or ENTITY declaration is refused before any
@@ -39,7 +44,7 @@ def read_text(source, max_bytes, kind, error):
         where = os.fspath(source)
         if not os.path.exists(where) and isinstance(where, str) and re.fullmatch(r"[\w-]+", where):
             raise FileNotFoundError(f"no {kind} file {where!r}; for a robot by name, casrbd.load_robot({where!r})")
-        data = _read_regular_file(where, max_bytes + 1, error)  # one byte more tells a file over the limit
+        data = read_head(where, max_bytes + 1, error)  # one byte more tells a file over the limit
     if len(data) > max_bytes:
         raise error(f"{where}: larger than the limit of {max_bytes} bytes (max_bytes)")
     try:
@@ -48,18 +53,60 @@ def read_text(source, max_bytes, kind, error):
         raise error(f"{where}: not UTF-8 text: byte {data[e.start]:#04x} at offset {e.start}") from None
 
 
-def _read_regular_file(path, limit, error):
+def regular_file(path, error):
+    """``path`` when it names a regular file (links followed), else ``error`` naming it and what it is;
+    nothing is opened (``stat`` only). A path that does not exist raises ``FileNotFoundError``."""
+    _check_mode(os.stat(path).st_mode, path, error)
+    return path
+
+
+def read_bytes(path, max_bytes, error):
+    """The bytes of a regular file of at most ``max_bytes`` (else ``error`` naming it)."""
+    data = read_head(path, max_bytes + 1, error)
+    if len(data) > max_bytes:
+        raise error(f"{path}: larger than the limit of {max_bytes} bytes")
+    return data
+
+
+def _check_mode(mode, path, error):
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "a device or socket"
+        raise error(f"{path}: not a regular file ({kind})")
+
+
+def read_head(path, limit, error):
     """At most ``limit`` bytes of a regular file; opened non-blocking so that a FIFO cannot hang."""
+    regular_file(path, error)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "a device or socket"
-            raise error(f"{path}: not a regular file ({kind})")
+        _check_mode(os.fstat(fd).st_mode, path, error)  # the file may have changed since the stat
         with open(fd, "rb", closefd=False) as fh:
             return fh.read(limit)
     finally:
         os.close(fd)
+
+
+def package_root(path):
+    """The folder of the package a file belongs to: the nearest folder above it that holds a
+    ``package.xml`` (a ROS package, as example-robot-data's share folder), else the file's own folder."""
+    folder = here = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.isfile(os.path.join(here, "package.xml")):
+            return here
+        if os.path.dirname(here) == here:
+            return folder
+        here = os.path.dirname(here)
+
+
+def short_path(path):
+    """How warnings name a file: a relative path as given, an absolute one from its package's folder
+    (``package_root``; the file name outside a package)."""
+    if not os.path.isabs(path):
+        return path
+    root = package_root(path)
+    if not os.path.isfile(os.path.join(root, "package.xml")):
+        return os.path.basename(path)
+    return os.path.join(os.path.basename(root), os.path.relpath(path, root))
 
 
 def refuse_doctype(text, where, error):

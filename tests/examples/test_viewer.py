@@ -130,3 +130,115 @@ def test_mjcf_geoms_ride_on_their_bodies(tmp_path):
         casrbd.frame_placement(model, [1.0, 0.2], "tip")[:3, 3],
         atol=1e-4,
     )
+
+
+# --- hostile input, one test per class ---------------------------------------------------------------
+
+
+def test_names_cannot_end_the_pages_script(tmp_path):
+    """A robot name (the title) with </script> and <!-- stays a JSON string inside the one script."""
+    evil = "x</script><script>alert(1)</script><!--"
+    model = casrbd.load_urdf(
+        URDF.replace('name="two"', 'name="x&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;!--"')
+    )
+    assert model.name == evil
+    page = tmp_path / "x.html"
+    viewer.write_html(page, model, *_motion(model), URDF, title=evil + " \u2028")
+    text = page.read_text()
+    assert text.count("</script>") == 1 and "<!--" not in text and text.count("<script>") == 1
+    assert _data(page)["title"] == evil + " \u2028"
+
+
+TRIANGLE = (
+    b"solid s\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid\n"
+)
+
+
+def _package(tmp_path, mesh_uri, stl=TRIANGLE):
+    """A URDF robot in folder robot/ (its package: no package.xml above) whose link `upper` shows a mesh."""
+    (tmp_path / "robot" / "meshes").mkdir(parents=True)
+    (tmp_path / "robot" / "meshes" / "arm.stl").write_bytes(stl)
+    (tmp_path / "outside.stl").write_bytes(stl)
+    urdf = URDF.replace('<cylinder radius="0.04" length="0.5"/>', f'<mesh filename="{mesh_uri}"/>')
+    path = tmp_path / "robot" / "two.urdf"
+    path.write_text(urdf)
+    return casrbd.load_urdf(str(path)), str(path)
+
+
+def test_meshes_are_read_from_the_robots_package_only(tmp_path):
+    """package://, relative and file:// URIs inside the package are read (the triangle as written);
+    one resolving outside it is refused naming the mesh and the link, never read."""
+    for folder, uri in (
+        ("package", "package://two/meshes/arm.stl"),
+        ("relative", "meshes/arm.stl"),
+        ("file", f"file://{tmp_path}/file/robot/meshes/arm.stl"),
+    ):
+        model, path = _package(tmp_path / folder, uri)
+        page = tmp_path / "ok.html"
+        viewer.write_html(page, model, [0.0], [[0.0, 0.0]], path)
+        mesh = next(m for m in _data(page)["meshes"] if m["f"] == [0, 1, 2])
+        np.testing.assert_allclose(np.reshape(mesh["v"], (3, 3)), [[0, 0, 0.25], [1, 0, 0.25], [0, 1, 0.25]], atol=1e-6)
+    for k, uri in enumerate(("../outside.stl", f"file://{tmp_path}/bad0/outside.stl", f"{tmp_path}/bad0/outside.stl")):
+        model, path = _package(tmp_path / f"bad{k}", uri)
+        with pytest.raises(
+            ValueError,
+            match=rf"link 'upper': mesh '{re.escape(uri)}' resolves to .*outside.stl, outside the robot's package",
+        ):
+            viewer.write_html(tmp_path / "x.html", model, [0.0], [[0.0, 0.0]], path)
+
+
+def test_meshes_over_the_size_limit_or_unparsable_are_refused_naming_the_file(tmp_path, monkeypatch):
+    model, path = _package(tmp_path, "meshes/arm.stl")
+    monkeypatch.setattr(viewer.visuals, "MAX_MESH_BYTES", 50)
+    with pytest.raises(ValueError, match=r"link 'upper': mesh .*arm.stl: larger than the limit of 50 bytes"):
+        viewer.write_html(tmp_path / "x.html", model, [0.0], [[0.0, 0.0]], path)
+    monkeypatch.undo()
+    for name, content in (("arm.stl", b"solid s\nvertex 1 2 x\n"), ("arm.dae", b"<COLLADA><library_geometries>")):
+        model, path = _package(tmp_path / name, f"meshes/{name}", stl=content)
+        if name.endswith(".dae"):
+            (tmp_path / name / "robot" / "meshes" / name).write_bytes(content)
+        with pytest.raises(ValueError, match=rf"link 'upper': mesh .*{name} cannot be read: "):
+            viewer.write_html(tmp_path / "x.html", model, [0.0], [[0.0, 0.0]], path)
+    model, path = _package(tmp_path / "nan", "meshes/arm.stl", stl=TRIANGLE.replace(b"vertex 1 0 0", b"vertex nan 0 0"))
+    with pytest.raises(ValueError, match=r"link 'upper': a visual has non-finite vertices"):
+        viewer.write_html(tmp_path / "x.html", model, [0.0], [[0.0, 0.0]], path)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs here")
+def test_a_special_file_as_mesh_is_refused_unopened(tmp_path):
+    import os
+
+    model, path = _package(tmp_path, "meshes/pipe.stl")
+    os.mkfifo(tmp_path / "robot" / "meshes" / "pipe.stl")  # opened, it would block until a writer appears
+    with pytest.raises(ValueError, match=r"link 'upper': mesh .*pipe.stl: not a regular file \(a FIFO\)"):
+        viewer.write_html(tmp_path / "x.html", model, [0.0], [[0.0, 0.0]], path)
+
+
+@pytest.mark.parametrize("max_triangles", [-1, 0, 2.5, True, "100", None])
+def test_max_triangles_must_be_a_positive_int(tmp_path, max_triangles):
+    model = casrbd.load_urdf(URDF)
+    with pytest.raises(ValueError, match=r"max_triangles must be an int >= 1, got"):
+        viewer.write_html(tmp_path / "x.html", model, *_motion(model), URDF, max_triangles=max_triangles)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("time", r"times: sample 3 has time = nan"),
+        ("q", r"qs: sample 3 has q\[1\] \(joint 'elbow'\) = inf"),
+        ("far", r"forward kinematics: sample 3 has the placement of link 'lower' = inf"),
+    ],
+)
+def test_non_finite_times_and_poses_are_refused_naming_the_sample(tmp_path, bad, message):
+    """Also a placement that overflows from a finite q (a prismatic joint pushed to 1e308)."""
+    urdf = (
+        URDF
+        if bad != "far"
+        else URDF.replace('<joint name="shoulder" type="revolute">', '<joint name="shoulder" type="prismatic">')
+    )
+    model = casrbd.load_urdf(urdf)
+    t, qs = _motion(model)
+    t[3] = np.nan if bad == "time" else t[3]
+    qs[3] = [0.0, np.inf] if bad == "q" else [1e308, 0.0] if bad == "far" else qs[3]
+    with pytest.raises(ValueError, match=message):
+        viewer.write_html(tmp_path / "x.html", model, t, qs, urdf)
