@@ -37,8 +37,8 @@ class Names:
     (label of each variable's symbol name, and its size), else casadi's own descriptions (the line
     that declared it)."""
 
-    def __init__(self, opti):
-        self.opti, self.rows, self.variables = opti, [], {}
+    def __init__(self, opti, rows=(), variables=None):
+        self.opti, self.rows, self.variables = opti, rows, variables or {}
 
     def row(self, i):
         for start, stop, label in self.rows:
@@ -202,8 +202,8 @@ def _rank_deficiency(J, equality, names):
     if zero.any():
         hints.append(
             f"singular constraint Jacobian: the Jacobian of {_listed(names.row(r) for r in rows[zero])} is zero "
-            f"(below {RANK_RTOL:g} times the largest row) at the last iterate (a constraint such as (x - a)**2 == 0 has no slope at its solution: write "
-            f"x - a == 0)"
+            f"(below {RANK_RTOL:g} times the largest row) at the last iterate (a constraint such as "
+            f"(x - a)**2 == 0 has no slope at its solution: write x - a == 0)"
         )
     kept = rows[~zero]
     A = A[~zero] / norms[~zero, None]

@@ -15,7 +15,9 @@ MAX_GRADIENT = 100.0  # IPOPT's nlp_scaling_max_gradient, which Stagewise applie
 MAX_SCALE = 1e8
 # more stages than this, solved by fatrop with stage Functions in casadi's VM, warn that compiling is faster
 WARN_STAGES = 10
-_PROBLEMS = weakref.WeakKeyDictionary()  # Opti -> its Stagewise, for the names in ocp.solve's reports
+# Opti -> what its Stagewise recorded (row ranges, variables; nothing that refers to the Opti), for the
+# names in ocp.solve's reports
+_RECORDS = weakref.WeakKeyDictionary()
 
 
 class UncompiledStagesWarning(UserWarning):
@@ -38,14 +40,18 @@ class Stagewise:
     constraints and dynamics are casadi expressions, and the Opti is
     ``self.opti``. Each variable and constraint is recorded with its stage and
     kind (``name`` labels path constraints), so that ``ocp.solve`` and the checks
-    at the guess name them: ``names.row(i)``, ``names.column(j)``."""
+    at the guess name them (``names``)."""
 
     def __init__(self, opti=None):
         self.opti = ca.Opti() if opti is None else opti
         self.x, self.u, self._path = [], [], []
-        self.names = Names(self.opti)
-        self._warned = False
-        _PROBLEMS[self.opti] = self
+        self._rows, self._variables, self._warned = [], {}, False
+        _RECORDS[self.opti] = self._rows, self._variables
+
+    @property
+    def names(self):
+        """The ``Names`` of rows of ``opti.g`` and entries of ``opti.x``: ``names.row(i)``, ``names.column(j)``."""
+        return names_of(self.opti)
 
     def state(self, n):
         """x_0: the first stage's state (the next ones come from ``step``)."""
@@ -134,13 +140,13 @@ class Stagewise:
 
     def _variable(self, shape, label):
         v = self.opti.variable(*shape) if isinstance(shape, tuple) else self.opti.variable(shape)
-        self.names.variables[v.name()] = (label, v.numel())
+        self._variables[v.name()] = (label, v.numel())
         return v
 
     def _constrain(self, constraint, label):
         start = self.opti.ng
         self.opti.subject_to(constraint)
-        self.names.rows.append((start, self.opti.ng, label))
+        self._rows.append((start, self.opti.ng, label))
 
     def _declare_path(self, k):
         last = " (last)" if k == len(self.u) and self.x else ""
@@ -151,8 +157,7 @@ class Stagewise:
 
 def names_of(opti):
     """The ``Names`` of an Opti declared by ``Stagewise``, else casadi's descriptions."""
-    problem = _PROBLEMS.get(opti)
-    return problem.names if problem is not None else Names(opti, described=True)
+    return Names(opti, *_RECORDS.get(opti, ([], {})))
 
 
 def _check_size(what, n, least):
