@@ -72,10 +72,13 @@ def check_guess(opti, names, who):
     guess = opti.initial() + opti.value_parameters()
     x0 = np.atleast_1d(np.asarray(opti.debug.value(opti.x, guess), dtype=float))
     p0 = np.atleast_1d(np.asarray(opti.debug.value(opti.p, guess), dtype=float)) if opti.np else np.zeros(0)
-    at_guess = ca.Function(
-        "at_guess", [opti.x, opti.p], [opti.f, ca.gradient(opti.f, opti.x), opti.g, ca.jacobian(opti.g, opti.x)]
-    )
-    f, gradient, g, J = at_guess(x0, p0)
+    try:
+        at_guess = ca.Function(
+            "at_guess", [opti.x, opti.p], [opti.f, ca.gradient(opti.f, opti.x), opti.g, ca.jacobian(opti.g, opti.x)]
+        )
+        f, gradient, g, J = at_guess(x0, p0)
+    except RuntimeError as e:
+        raise missing_derivatives(e) or e from None
     culprits = [
         ("the guess", [f"{names.column(j)} = {x0[j]}" for j in np.flatnonzero(~np.isfinite(x0))]),
         ("the parameters", [f"opti.p[{i}] = {p0[i]}" for i in np.flatnonzero(~np.isfinite(p0))]),
@@ -95,6 +98,19 @@ def check_guess(opti, names, who):
                 f"defined with opti.set_initial, or write the term differently)"
             )
     return gradient
+
+
+def missing_derivatives(e):
+    """The error to raise for casadi's error ``e`` when it is a compiled Function without derivatives."""
+    missing = re.search(r"Derivatives cannot be calculated for (\S+)", str(e))
+    if not missing:
+        return None
+    return RuntimeError(
+        f"the compiled Function {missing.group(1)!r} carries no derivatives for this solver: build it "
+        f"with casrbd.compiled(model, name, ...) (its library ships the Jacobian, adjoint and Hessian), "
+        f"or hessian='limited-memory' in casrbd.compiled and solver_options when there is no exact "
+        f"Hessian\n(casadi: {str(e).splitlines()[-1]})"
+    )
 
 
 def _nonfinite(values):

@@ -4,7 +4,7 @@ import re
 
 from .. import codegen
 from ..spec import choice
-from .diagnostics import FATROP_FLAGS, diagnose, overfull_stages, share_libraries
+from .diagnostics import FATROP_FLAGS, diagnose, missing_derivatives, overfull_stages, share_libraries
 from .expand import keep_analytical
 from .stagewise import names_of
 
@@ -180,14 +180,9 @@ def _status(s):
 def _explain(e, opti):
     """Re-raise casadi's error of a solve with its cause named, or return if the solver ran and failed."""
     text = str(e)
-    missing = re.search(r"Derivatives cannot be calculated for (\S+)", text)
+    missing = missing_derivatives(e)
     if missing:
-        raise RuntimeError(
-            f"the compiled Function {missing.group(1)!r} carries no derivatives for this solver: build it "
-            f"with casrbd.compiled(model, name, ...) (its library ships the Jacobian, adjoint and Hessian), "
-            f"or hessian='limited-memory' in casrbd.compiled and solver_options when there is no exact "
-            f"Hessian\n(casadi: {text.splitlines()[-1]})"
-        ) from None
+        raise missing from None
     unknown = re.search(r"(No such IPOPT option|Fatrop option not supported): (\S+)", text)
     if unknown:
         solver = "ipopt" if "IPOPT" in unknown.group(1) else "fatrop"
@@ -203,12 +198,11 @@ def _explain(e, opti):
             f"constraint on more entries than the state has): {stages}"
         ) from None
     if "specified structure of A does not correspond" in text:
+        detail = next(line.strip() for line in text.splitlines() if "specified structure of A" in line)
         raise SolveError(
             "fatrop's structure detection failed: a constraint couples variables of different stages other "
             "than a gap-closing one, or is declared out of the stage order (declare the problem with "
-            "ocp.Stagewise: path constraints of stage k on x_k and u_k only), or solve it with IPOPT\n(fatrop: "
-            + text.splitlines()[-3].strip()
-            + ")"
+            f"ocp.Stagewise: path constraints of stage k on x_k and u_k only), or solve it with IPOPT\n({detail})"
         ) from None
     if "return_status" not in text:  # not the solver failing, but building or calling the problem
         raise e

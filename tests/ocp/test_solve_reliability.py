@@ -20,6 +20,7 @@ import pytest
 from test_stagewise import pendulum
 
 from casrbd import ocp
+from casrbd.models import serial_chain
 
 N = 12
 
@@ -69,6 +70,22 @@ def test_a_terminal_constraint_on_more_entries_than_the_state_names_the_stage():
     """fatrop stops at its dimension check (an assertion in C++); the error names the stage and counts."""
     st = pendulum_problem([(lambda x: x == [1, 0], "goal"), (lambda x: x[0] + x[1] == 1, "sum")], "fatrop")
     with pytest.raises(ocp.SolveError, match=rf"rank-deficient.*stage {N}: 3 equalities on 2 variables"):
+        ocp.solve(st.opti)
+
+
+def test_a_terminal_constraint_repeating_the_last_gap_is_named_as_breaking_fatrops_structure():
+    """x_N == f(x_{N-1}, u_{N-1}) declared again as a terminal constraint couples two stages: fatrop's
+    structure detection refuses it (IPOPT solves it); the error says so instead of casadi's assertion."""
+    st = ocp.Stagewise()
+    x = st.state(1)
+    st.subject_to(x == 1)
+    for _ in range(3):
+        x_prev, u = x, st.control(1)
+        x = st.step(x_prev + u)
+    st.opti.minimize(ca.sumsqr(ca.vertcat(*st.u)))
+    st.subject_to(x == x_prev + u, name="again")
+    st.solver("fatrop", ocp.solver_options(solver="fatrop"))
+    with pytest.raises(ocp.SolveError, match=r"(?s)fatrop's structure detection failed.*\(Fatrop: specified structure"):
         ocp.solve(st.opti)
 
 
@@ -275,6 +292,7 @@ def test_a_step_must_be_finite_and_positive(dt):
     for call in (
         lambda: ocp.rk4(ode, np.ones(2), np.zeros(1), dt),
         lambda: ocp.implicit_euler_residual(ode, np.ones(2), np.ones(2), np.zeros(1), dt),
+        lambda: ocp.euler_step(serial_chain(1), np.zeros(1), np.zeros(1), np.zeros(1), dt),
     ):
         with pytest.raises(ValueError, match="dt must be a finite positive number"):
             call()
@@ -296,6 +314,7 @@ import sys
 import casadi as ca
 import casrbd
 from casrbd import ocp
+from casrbd.models import serial_chain
 from casrbd.models import random_tree
 
 model = random_tree(2, ("revolute",), seed=1)
