@@ -167,6 +167,9 @@ def diagnose(opti, names, raw, status):
     else:
         i = int(np.argmax(viol))
         violation, where = float(viol[i]), names.row(i)
+        columns = J[i, :].sparsity().get_col()
+        if len(columns) == 1:  # a constraint on one variable
+            where += f" (a bound on {names.column(columns[0])})"
     hints += _rank_deficiency(J, lbg == ubg, names)
     iterations = raw.get("iter_count", 0)
     if status == "Maximum_Iterations_Exceeded":

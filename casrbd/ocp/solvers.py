@@ -155,7 +155,8 @@ def solve(opti, raise_on_failure=False):
     if not out["success"]:
         out.update(diagnose(opti, names_of(opti), s, status))
         out["message"] = (
-            f"the solve failed: {status} ({solver}) after {out['iterations']} iterations; largest constraint "
+            f"the solve failed: {status}{f' ({solver})' * (solver != status)} after {out['iterations']} "
+            f"iterations; largest constraint "
             f"violation {out['violation']:.3g} at {out['violation_at']}"
             + (f"; cause: {out['hint']}" if out["hint"] else "")
         )

@@ -118,6 +118,22 @@ def test_contradictory_constraints_are_infeasible_and_the_start_is_named(solver)
     assert stats["violation"] == pytest.approx(0.5, rel=1e-2)
 
 
+@pytest.mark.parametrize("solver", ocp.SOLVERS)
+def test_contradictory_bounds_name_the_variable(solver):
+    st = ocp.Stagewise()
+    x = st.state(1)
+    u = st.control(1)
+    st.subject_to(u >= 1, name="push")
+    st.subject_to(u <= 0, name="hold")
+    st.step(x + u)
+    st.opti.minimize(ca.sumsqr(u))
+    st.solver(solver, ocp.solver_options(solver=solver))
+    stats = ocp.solve(st.opti)
+    assert not stats["success"] and "locally infeasible" in stats["hint"]
+    bound = r"stage 0, path constraint '(push|hold)' \[entry 0\] \(a bound on u_0\[0\]\)"
+    assert re.fullmatch(bound, stats["violation_at"]), stats["violation_at"]
+
+
 def test_a_constraint_without_slope_at_its_solution_is_named():
     """(x0 - 1)^2 == 0: its Jacobian vanishes where it holds; IPOPT cannot compute a step there."""
     stats = ocp.solve(pendulum_problem([(lambda x: (x[0] - 1) ** 2 == 0, "squared")]).opti)
