@@ -33,67 +33,89 @@ INFEASIBLE = {"Infeasible_Problem_Detected", "Restoration_Failed"}
 
 class Names:
     """Names of an Opti's variables (entries of ``opti.x``) and constraints (rows of ``opti.g``): those
-    ``Stagewise`` recorded, ``rows`` ((start, stop, label) of rows of ``opti.g``) and ``variables``
-    (label of each variable's symbol name, and its size), else casadi's own descriptions (the line
+    ``Stagewise`` recorded, ``rows`` (a constraint's node, ``hash(c)``, to its label and c) and
+    ``variables`` (a variable's name to its label and size), else casadi's own descriptions (the line
     that declared it)."""
 
-    def __init__(self, opti, rows=(), variables=None):
-        self.opti, self.rows, self.variables = opti, rows, variables or {}
+    def __init__(self, opti, rows=None, variables=None):
+        self.opti, self.rows, self.variables = opti, rows or {}, variables or {}
+
+    def label(self, i):
+        """The label Stagewise gave the constraint of row i, or None."""
+        return self.rows.get(hash(self.opti.debug.g_lookup(int(i))), (None,))[0]
 
     def row(self, i):
-        for start, stop, label in self.rows:
-            if start <= i < stop:
-                return f"{label} [entry {i - start}]"
-        return _described(self.opti.debug.g_describe(int(i)))
+        i = int(i)
+        key = hash(self.opti.debug.g_lookup(i))
+        if key not in self.rows:
+            return _described(self.opti.debug.g_describe(i))
+        start = i
+        while start > 0 and hash(self.opti.debug.g_lookup(start - 1)) == key:
+            start -= 1
+        return f"{self.rows[key][0]} [entry {i - start}]"
 
     def column(self, j):
-        name = self.opti.debug.x_lookup(int(j)).name()
+        j = int(j)
+        name = self.opti.debug.x_lookup(j).name()
         if name not in self.variables:
-            return _described(self.opti.debug.x_describe(int(j)))
-        label, size = self.variables[name]
-        start = next(i for i in range(max(j - size + 1, 0), j + 1) if self.opti.debug.x_lookup(i).name() == name)
-        return f"{label}[{j - start}]"
+            return _described(self.opti.debug.x_describe(j))
+        start = j
+        while start > 0 and self.opti.debug.x_lookup(start - 1).name() == name:
+            start -= 1
+        return f"{self.variables[name][0]}[{j - start}]"
 
 
 def _described(text):
     return " ".join(line.strip().rstrip(".") + "," for line in text.splitlines()).rstrip(",")
 
 
-def _listed(items, limit=3):
+def _listed(items, limit=3, more=0):
+    """items joined, the first ``limit`` of them (of ``more``, when items are the first few of more)."""
     items = list(items)
-    more = f" and {len(items) - limit} more" if len(items) > limit else ""
-    return "; ".join(items[:limit]) + more
+    total = max(len(items), more)
+    return "; ".join(items[:limit]) + (f" and {total - limit} more" if total > limit else "")
 
 
 def check_guess(opti, names, who):
     """The cost's gradient at the initial guess, after refusing non-finite values there: the guess, the
     parameters, the constraints, the cost, its gradient and the constraints' Jacobian, each culprit
-    named (a ValueError: fatrop would iterate on NaN)."""
+    named (a ValueError: fatrop would iterate on NaN). The Jacobian J is checked through J 1 and
+    J^T 1 (a non-finite entry makes its row's and its column's sum non-finite): two directional
+    derivatives instead of the whole Jacobian."""
     guess = opti.initial() + opti.value_parameters()
     x0 = np.atleast_1d(np.asarray(opti.debug.value(opti.x, guess), dtype=float))
     p0 = np.atleast_1d(np.asarray(opti.debug.value(opti.p, guess), dtype=float)) if opti.np else np.zeros(0)
+    ones_x, ones_g = ca.DM.ones(opti.x.sparsity()), ca.DM.ones(opti.g.sparsity())
+    derivatives = [
+        ca.gradient(opti.f, opti.x),
+        ca.jtimes(opti.g, opti.x, ones_x),
+        ca.jtimes(opti.g, opti.x, ones_g, True),
+    ]
     try:
-        at_guess = ca.Function(
-            "at_guess", [opti.x, opti.p], [opti.f, ca.gradient(opti.f, opti.x), opti.g, ca.jacobian(opti.g, opti.x)]
-        )
-        f, gradient, g, J = at_guess(x0, p0)
+        at_guess = ca.Function("at_guess", [opti.x, opti.p], [opti.f, opti.g, *derivatives])
+        f, g, gradient, rows, columns = (np.asarray(ca.densify(v), dtype=float).ravel() for v in at_guess(x0, p0))
     except RuntimeError as e:
         raise missing_derivatives(e) or e from None
+
+    def bad(values, name):
+        """The first few non-finite entries of values, named, and how many more."""
+        return _listed([name(i) for i in np.flatnonzero(~np.isfinite(values))[:4]], more=(~np.isfinite(values)).sum())
+
     culprits = [
-        ("the guess", [f"{names.column(j)} = {x0[j]}" for j in np.flatnonzero(~np.isfinite(x0))]),
-        ("the parameters", [f"opti.p[{i}] = {p0[i]}" for i in np.flatnonzero(~np.isfinite(p0))]),
-        ("the constraints", [f"{names.row(i)} = {v}" for i, v in _nonfinite(np.asarray(g).ravel())]),
-        ("the cost", [f"the objective = {float(f)}"] if not np.isfinite(float(f)) else []),
+        ("the guess", bad(x0, lambda j: f"{names.column(j)} = {x0[j]}")),
+        ("the parameters", bad(p0, lambda i: f"opti.p[{i}] = {p0[i]}")),
+        ("the constraints", bad(g, lambda i: f"{names.row(i)} = {g[i]}")),
+        ("the cost", bad(f, lambda _: f"the objective = {f[0]}")),
+        ("the cost's gradient", bad(gradient, lambda j: f"by {names.column(j)}: {gradient[j]}")),
+        (
+            "the constraints' Jacobian",
+            bad(rows, names.row) and f"{bad(rows, names.row)} by {bad(columns, names.column)}",
+        ),
     ]
-    gradient = np.asarray(ca.densify(gradient)).ravel()
-    culprits.append(("the cost's gradient", [f"by {names.column(j)}: {v}" for j, v in _nonfinite(gradient)]))
-    rows, cols, values = J.sparsity().row(), J.sparsity().get_col(), np.asarray(J.nonzeros())
-    bad = [f"{names.row(rows[k])} by {names.column(cols[k])}: {values[k]}" for k, _ in _nonfinite(values)]
-    culprits.append(("the constraints' Jacobian", bad))
     for what, items in culprits:
         if items:
             raise ValueError(
-                f"{who}: {what} at the initial guess not finite: {_listed(items)} (the solver would iterate "
+                f"{who}: {what} at the initial guess not finite: {items} (the solver would iterate "
                 f"on NaN; a norm_2 or sqrt of zero has no derivative: set a guess where the problem is "
                 f"defined with opti.set_initial, or write the term differently)"
             )
@@ -111,10 +133,6 @@ def missing_derivatives(e):
         f"or hessian='limited-memory' in casrbd.compiled and solver_options when there is no exact "
         f"Hessian\n(casadi: {str(e).splitlines()[-1]})"
     )
-
-
-def _nonfinite(values):
-    return [(i, values[i]) for i in np.flatnonzero(~np.isfinite(values))]
 
 
 def uncompiled_calls(opti):
@@ -248,10 +266,10 @@ def overfull_stages(opti, names):
     bounds = [opti.debug.value(b, opti.value_parameters()) for b in (opti.lbg, opti.ubg)]
     lbg, ubg = (np.atleast_1d(np.asarray(b, dtype=float)) for b in bounds)
     count, size = {}, {}
-    for start, stop, label in names.rows:
-        k = re.match(r"stage (\d+)(?: \(last\))?, path", label)
+    for i in np.flatnonzero(lbg == ubg):
+        k = re.match(r"stage (\d+)(?: \(last\))?, path", names.label(i) or "")
         if k:
-            count[int(k.group(1))] = count.get(int(k.group(1)), 0) + int((lbg[start:stop] == ubg[start:stop]).sum())
+            count[int(k.group(1))] = count.get(int(k.group(1)), 0) + 1
     for label, n in names.variables.values():
         size[int(label[2:])] = size.get(int(label[2:]), 0) + n
     over = [(k, n) for k, n in sorted(count.items()) if n > size.get(k, 0)]

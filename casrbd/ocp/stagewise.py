@@ -15,7 +15,7 @@ MAX_GRADIENT = 100.0  # IPOPT's nlp_scaling_max_gradient, which Stagewise applie
 MAX_SCALE = 1e8
 # more stages than this, solved by fatrop with stage Functions in casadi's VM, warn that compiling is faster
 WARN_STAGES = 10
-# Opti -> what its Stagewise recorded (row ranges, variables; nothing that refers to the Opti), for the
+# Opti -> what its Stagewise recorded (constraints, variables; nothing that refers to the Opti), for the
 # names in ocp.solve's reports
 _RECORDS = weakref.WeakKeyDictionary()
 
@@ -45,7 +45,7 @@ class Stagewise:
     def __init__(self, opti=None):
         self.opti = ca.Opti() if opti is None else opti
         self.x, self.u, self._path = [], [], []
-        self._rows, self._variables, self._warned = [], {}, False
+        self._rows, self._variables, self._warned = {}, {}, False
         _RECORDS[self.opti] = self._rows, self._variables
 
     @property
@@ -144,9 +144,8 @@ class Stagewise:
         return v
 
     def _constrain(self, constraint, label):
-        start = self.opti.ng
         self.opti.subject_to(constraint)
-        self._rows.append((start, self.opti.ng, label))
+        self._rows[hash(constraint)] = label, constraint  # hash: the node, as opti.debug.g_lookup returns it
 
     def _declare_path(self, k):
         last = " (last)" if k == len(self.u) and self.x else ""
@@ -157,7 +156,7 @@ class Stagewise:
 
 def names_of(opti):
     """The ``Names`` of an Opti declared by ``Stagewise``, else casadi's descriptions."""
-    return Names(opti, *_RECORDS.get(opti, ([], {})))
+    return Names(opti, *_RECORDS.get(opti, ({}, {})))
 
 
 def _check_size(what, n, least):
