@@ -18,9 +18,9 @@ symbols, since an SX graph inlines the call and differentiates it by AD.
 from . import blasfeo, expand
 from .compile import GAP_OUTPUT, STAGE_FLAGS, STAGE_O3_MAX, compile_stages, negated, stage_derivatives, stage_flags
 from .expand import keep_analytical
-from .solvers import COMPILE_FLAGS, HESSIANS, SOLVERS, STAT_FIELDS, format_stats, solve, solver_options
+from .solvers import COMPILE_FLAGS, HESSIANS, SOLVERS, STAT_FIELDS, SolveError, format_stats, solve, solver_options
 from .stages import SX_PRODUCTS_MAX, gauss_newton, gauss_newton_stage, sx_second_order
-from .stagewise import MAX_GRADIENT, Stagewise
+from .stagewise import MAX_GRADIENT, MAX_SCALE, WARN_STAGES, Stagewise, UncompiledStagesWarning
 from .transcription import (
     DYNAMICS,
     JACOBIANS,
@@ -38,12 +38,16 @@ __all__ = [
     "HESSIANS",
     "JACOBIANS",
     "MAX_GRADIENT",
+    "MAX_SCALE",
     "SOLVERS",
     "STAGE_FLAGS",
     "STAGE_O3_MAX",
     "STAT_FIELDS",
+    "SolveError",
     "SX_PRODUCTS_MAX",
     "Stagewise",
+    "UncompiledStagesWarning",
+    "WARN_STAGES",
     "blasfeo",
     "compile_stages",
     "dynamics",

@@ -4,7 +4,9 @@ import re
 
 from .. import codegen
 from ..spec import choice
+from .diagnostics import FATROP_FLAGS, diagnose, missing_derivatives, overfull_stages, share_libraries
 from .expand import keep_analytical
+from .stagewise import names_of
 
 SOLVERS = ("ipopt", "fatrop")
 HESSIANS = codegen.HESSIANS
@@ -38,9 +40,14 @@ def solver_options(
     the system C compiler and ``flags`` when the solver is created (casadi's
     ``jit``); the derivatives are the ones the dynamics Functions carry.
     ``expand``: casadi turns the NLP into SX, with ``postpone_expand`` so that
-    the analytical derivatives are taken first and kept (``casrbd.keep_analytical``)."""
+    the analytical derivatives are taken first and kept (``casrbd.keep_analytical``).
+    ``extra``'s names are the solver's own (``tol``, ``max_iter``); one with the solver's prefix
+    (``**{"fatrop.tol": 1e-6}``) is taken without it, one with another solver's prefix raises a
+    ``ValueError``. A name the solver does not know raises a ``ValueError`` naming it when the solver
+    is created (``solve``)."""
     choice("hessian", hessian, HESSIANS)
     choice("solver", solver, SOLVERS)
+    extra = {_own_option(solver, k): v for k, v in extra.items()}
     opts = keep_analytical({"record_time": True, "print_time": False, "expand": expand})
     if solver == "fatrop":
         if hessian != "exact" or warm_start:
@@ -75,6 +82,19 @@ def solver_options(
     return opts
 
 
+def _own_option(solver, name):
+    prefix, dot, rest = name.partition(".")
+    if not dot:
+        return name
+    if prefix == solver:
+        return rest
+    other = f"{prefix}'s" if prefix in SOLVERS else f"not {solver}'s"
+    raise ValueError(
+        f"solver_options: option {name!r} is {other} (solver={solver!r}): give {solver}'s own options by "
+        f"their names (tol=1e-6), with or without the prefix {solver + '.'!r}"
+    )
+
+
 STAT_FIELDS = {  # name -> key of casadi's nlpsol stats: wall times (t_) and the process's CPU times (cpu_), in s
     "t_total": "t_wall_total",
     "t_f": "t_wall_nlp_f",
@@ -88,30 +108,39 @@ STAT_FIELDS = {  # name -> key of casadi's nlpsol stats: wall times (t_) and the
 }
 
 
-def solve(opti):
+class SolveError(RuntimeError):
+    """A failed solve (``solve(..., raise_on_failure=True)``): the message says why; ``stats`` holds the
+    statistics ``solve`` returns."""
+
+    def __init__(self, message, stats=None):
+        super().__init__(message)
+        self.stats = stats
+
+
+def solve(opti, raise_on_failure=False):
     """Solve and return the solver statistics: status, success, iterations, cost and wall times.
 
-    A failed solve does not raise: its status says so, and ``opti.debug.value``
-    gives the last iterate (as it gives the solution after a success). A
-    compiled Function without the derivatives the solver asks for raises a
-    ``RuntimeError`` that says how to build it."""
+    ``status``: IPOPT's ``return_status``, and for fatrop, whose status is a number, IPOPT's word
+    for the same outcome; ``solver_status``: the solver's own (fatrop's ``StopAtTinyStep (return flag
+    2)``). A failed solve does not raise (unless ``raise_on_failure``: a ``SolveError`` with the
+    message): ``violation`` is then the largest constraint violation at the last iterate,
+    ``violation_at`` the constraint (for a ``Stagewise`` problem its stage and kind, gap-closing or path
+    constraint, and entry), ``hint`` the causes recognised (None when none is): iteration limit,
+    stall at tolerance, local infeasibility and an infeasible start, a zero or rank-deficient equality
+    constraint Jacobian naming the dependent constraints, NaN at the last iterate; ``message`` says
+    all that in a sentence ("" after a success, where ``violation``, ``violation_at`` and ``hint``
+    are None). ``opti.debug.value`` gives the last iterate (as it gives the solution after a success).
+    The compiled Functions the NLP calls are made visible to a jitted NLP
+    (``solver_options(compiled=True)``), which links against their symbols. A compiled Function
+    without the derivatives the solver asks for raises a ``RuntimeError`` that says how to build it;
+    an option the solver does not know, a ``ValueError`` naming it."""
+    share_libraries(opti)
     try:
         opti.solve_limited()
     except RuntimeError as e:
-        missing = re.search(r"Derivatives cannot be calculated for (\S+)", str(e))
-        if missing:
-            raise RuntimeError(
-                f"the compiled Function {missing.group(1)!r} carries no derivatives for this solver: build it "
-                f"with casrbd.compiled(model, name, ...) (its library ships the Jacobian, adjoint and Hessian), "
-                f"or hessian='limited-memory' in casrbd.compiled and solver_options when there is no exact "
-                f"Hessian\n(casadi: {str(e).splitlines()[-1]})"
-            ) from None
-        if "return_status" not in str(e):  # not IPOPT failing, but building or calling the problem
-            raise
+        _explain(e, opti)
     s = opti.stats()
-    status = s["return_status"]
-    if not isinstance(status, str):  # fatrop's: a number
-        status = f"{'Solve_Succeeded' if s['success'] else 'Solve_Failed'} (return code {status})"
+    solver, status = _status(s)
     out = {
         "status": status,
         "success": bool(s["success"]),
@@ -121,7 +150,63 @@ def solve(opti):
     out.update({k: float(s.get(key, float("nan"))) for k, key in STAT_FIELDS.items()})
     out["t_per_iter"] = out["t_total"] / max(out["iterations"], 1)
     out["cpu_per_iter"] = out["cpu_total"] / max(out["iterations"], 1)
+    out["solver_status"] = solver
+    out.update(violation=None, violation_at=None, hint=None, message="")
+    if not out["success"]:
+        out.update(diagnose(opti, names_of(opti), s, status))
+        out["message"] = (
+            f"the solve failed: {status}{f' ({solver})' * (solver != status)} after {out['iterations']} "
+            f"iterations; largest constraint "
+            f"violation {out['violation']:.3g} at {out['violation_at']}"
+            + (f"; cause: {out['hint']}" if out["hint"] else "")
+        )
+        if raise_on_failure:
+            raise SolveError(out["message"], out)
     return out
+
+
+def _status(s):
+    """(the solver's own status, IPOPT's word for it)."""
+    flag = (s.get("fatrop") or {}).get("return_flag")
+    if flag is not None:
+        own, word = FATROP_FLAGS[flag] if 0 <= flag < len(FATROP_FLAGS) else FATROP_FLAGS[-1]
+        return f"fatrop: {own} (return flag {flag})", word
+    status = s["return_status"]
+    if not isinstance(status, str):  # a solver that reports a number only
+        word = "Solve_Succeeded" if s["success"] else "Solve_Failed"
+        return f"return code {status}", f"{word} (return code {status})"
+    return status, status
+
+
+def _explain(e, opti):
+    """Re-raise casadi's error of a solve with its cause named, or return if the solver ran and failed."""
+    text = str(e)
+    missing = missing_derivatives(e)
+    if missing:
+        raise missing from None
+    unknown = re.search(r"(No such IPOPT option|Fatrop option not supported): (\S+)", text)
+    if unknown:
+        solver = "ipopt" if "IPOPT" in unknown.group(1) else "fatrop"
+        raise ValueError(
+            f"{solver} has no option {unknown.group(2)!r} (given to ocp.solver_options or opti.solver as "
+            f"{solver + '.' + unknown.group(2)!r}); see {solver}'s documentation for its option names"
+        ) from None
+    if "number_of_eq_constraints" in text:
+        stages = "; ".join(overfull_stages(opti, names_of(opti))) or "fatrop: " + text.splitlines()[-1]
+        raise SolveError(
+            "fatrop: a stage has more equality constraints than state and control entries, so its constraint "
+            "Jacobian is singular (rank-deficient: a constraint that duplicates others, e.g. a terminal "
+            f"constraint on more entries than the state has): {stages}"
+        ) from None
+    if "specified structure of A does not correspond" in text:
+        detail = next(line.strip() for line in text.splitlines() if "specified structure of A" in line)
+        raise SolveError(
+            "fatrop's structure detection failed: a constraint couples variables of different stages other "
+            "than a gap-closing one, or is declared out of the stage order (declare the problem with "
+            f"ocp.Stagewise: path constraints of stage k on x_k and u_k only), or solve it with IPOPT\n({detail})"
+        ) from None
+    if "return_status" not in text:  # not the solver failing, but building or calling the problem
+        raise e
 
 
 def format_stats(stats):

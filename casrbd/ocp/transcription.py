@@ -9,6 +9,7 @@ symbols, since an SX graph inlines the call and differentiates it by AD.
 import numbers
 
 import casadi as ca
+import numpy as np
 
 from .. import codegen
 from ..functions import function
@@ -79,8 +80,14 @@ def forward_dynamics_ode(model, fd):
 
 
 def _check_dt(dt):
-    if isinstance(dt, numbers.Real) and not dt > 0:
-        raise ValueError(f"dt must be positive, got {dt!r}")
+    """A numeric dt must be a finite positive number (a casadi symbol passes: it is the problem's)."""
+    if isinstance(dt, (ca.SX, ca.MX)) and not dt.is_constant():
+        return
+    if isinstance(dt, bool) or not isinstance(dt, (numbers.Real, ca.DM, ca.SX, ca.MX, np.ndarray, np.generic)):
+        raise TypeError(f"dt must be a number (the step in s) or a casadi symbol, got {type(dt).__name__} {dt!r}")
+    value = np.asarray(ca.evalf(dt) if isinstance(dt, (ca.SX, ca.MX)) else dt, dtype=float)
+    if value.size != 1 or not np.isfinite(value).all() or not value.item() > 0:
+        raise ValueError(f"dt must be a finite positive number (the step in s), got {dt!r}")
 
 
 def rk4(ode, x, u, dt):
