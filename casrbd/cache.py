@@ -294,14 +294,16 @@ def begin(kind, stem, key):
 
 
 def store(kind, stem, key, write, info=None):
-    """Store an entry: ``write(directory)`` writes its files; returns the committed Entry."""
+    """Store an entry: ``write(directory)`` writes its files; returns the committed Entry, or None where the
+    cache cannot be written (nothing is written then: the caller has what it built in memory)."""
     build = begin(kind, stem, key)
     try:
-        write(build.directory)
-        return build.commit(info)
-    finally:
         if build.persistent:
-            build.abandon()  # a no-op once committed (the directory has moved)
+            write(build.directory)
+            return build.commit(info)
+        return None
+    finally:
+        build.abandon()  # a no-op once committed (the directory has moved)
 
 
 class CacheEntry(NamedTuple):

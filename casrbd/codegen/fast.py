@@ -148,7 +148,7 @@ def _float_array(fname, name, x):
         raise ValueError(f"{fname}: argument {name!r} holds a number beyond float64's range ({e})") from None
     except (TypeError, ValueError) as e:  # a string, a ragged list
         raise ValueError(
-            f"{fname}: argument {name!r} must be numbers of a regular shape, got {type(x).__name__} ({e})"
+            f"{fname}: argument {name!r} must be numbers, got {type(x).__name__} ({e})"
         ) from None
     if complex_:
         raise ValueError(f"{fname}: argument {name!r} must be real numbers, got complex ones")
