@@ -194,6 +194,8 @@ def checked(kind, stem, key):
     """The Entry of ``key``, checked (manifest, kind, key, every file's hash); None when there is none;
     ``BadEntry`` when it fails a check."""
     path = entry_path(kind, stem, key)
+    if not _is_dir(path.parent):  # none, or not casrbd's (a file, a symlink: never followed)
+        return None
     try:
         if not stat.S_ISDIR(os.lstat(path).st_mode):
             raise BadEntry(path, "is not a directory")
@@ -252,6 +254,8 @@ class Build:
         try:
             _mark(self.target.parent.parent)
             self.target.parent.mkdir(exist_ok=True)
+            if not _is_dir(self.target.parent):
+                raise NotADirectoryError(f"{self.target.parent} is a symlink, not a folder of casrbd's")
             self.directory, self.persistent = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=PARTIAL)), True
         except OSError as e:
             root = self.target.parent.parent

@@ -9,6 +9,7 @@ through one (``WRITE``: ``if (res[i]!=0) res[i][k]=``). The libraries read each 
 """
 
 import contextlib
+import functools
 import re
 import string
 from importlib import resources
@@ -32,9 +33,10 @@ FUNCTION_SUFFIXES = tuple(
 LIBRARY_SUFFIXES = ("_casadi_version", "_casadi_int_size", "_casadi_real_size")
 
 
+@functools.cache
 def template(name):
-    """The text of a C template of ``templates/`` (a ``string.Template``: ``${field}``)."""
-    return string.Template(resources.files(__package__).joinpath("templates", name).read_text())
+    """A C template of ``templates/`` (a ``string.Template``: ``${field}``)."""
+    return string.Template(resources.files(__package__).joinpath("templates").joinpath(name).read_text())
 
 
 def _check_name(name, what):

@@ -147,9 +147,7 @@ def _float_array(fname, name, x):
     except OverflowError as e:  # an int beyond float range
         raise ValueError(f"{fname}: argument {name!r} holds a number beyond float64's range ({e})") from None
     except (TypeError, ValueError) as e:  # a string, a ragged list
-        raise ValueError(
-            f"{fname}: argument {name!r} must be numbers, got {type(x).__name__} ({e})"
-        ) from None
+        raise ValueError(f"{fname}: argument {name!r} must be numbers, got {type(x).__name__} ({e})") from None
     if complex_:
         raise ValueError(f"{fname}: argument {name!r} must be real numbers, got complex ones")
     return a

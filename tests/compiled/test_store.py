@@ -219,6 +219,9 @@ def test_clear_removes_only_its_entries_and_follows_no_symlink(root, tmp_path):
     shutil.rmtree(root / "functions", ignore_errors=True)
     (root / "functions").symlink_to(elsewhere / "functions", target_is_directory=True)
     kept_outside = sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*"))
+    with pytest.warns(store.CacheWarning, match="is a symlink"):  # neither read nor written through
+        casrbd.function(load_robot("arm7"), "rnea")
+    assert sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*")) == kept_outside
     listed = store.entries()
     assert {e.kind for e in listed} == {"library"} and all(not e.path.is_symlink() for e in listed)
     assert len(store.prune()) == len(listed) == 2

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import casrbd
-from casrbd import functions
-from casrbd import CacheWarning
+from casrbd import CacheWarning, functions
 from casrbd.cache import MANIFEST
 from casrbd.functions import PAYLOAD
 from casrbd.models import load_robot, random_tree
