@@ -283,9 +283,14 @@ class Build:
             return Entry(self.kind, self.directory, self.key, record["info"], hashes)
         try:
             os.rename(self.directory, self.target)
-        except OSError:  # another process built it meanwhile (EEXIST, ENOTEMPTY): keep theirs
-            self.abandon()
-            return checked(self.kind, self.target.name[:-21], self.key)
+        except OSError:  # another process built it meanwhile (EEXIST, ENOTEMPTY): keep theirs if it is good
+            with contextlib.suppress(BadEntry):
+                theirs = checked(self.kind, self.target.name[:-21], self.key)
+                if theirs is not None:
+                    self.abandon()
+                    return theirs
+            discard(self.target)
+            os.rename(self.directory, self.target)
         return Entry(self.kind, self.target, self.key, record["info"], hashes)
 
     def abandon(self):
