@@ -99,8 +99,8 @@ def _default_root():
 def is_marked(root):
     """Whether ``root`` carries casrbd's cache marker (a regular file with the tag and casrbd's line)."""
     try:
-        return _read_regular(Path(root) / MARKER, len(MARKER_TEXT) + 1) == MARKER_TEXT.encode()
-    except OSError:
+        return _read_regular(Path(root) / MARKER, len(MARKER_TEXT)) == MARKER_TEXT.encode()
+    except (OSError, BadEntry):
         return False
 
 
@@ -118,13 +118,20 @@ def _write_atomic(path, data):
     os.replace(fh.name, path)
 
 
+def _open_regular(path):
+    """A regular file opened for reading, without following a symlink nor waiting on a FIFO (whose open
+    would block until a writer comes); anything else is a BadEntry."""
+    fh = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
+    mode = os.fstat(fh.fileno()).st_mode
+    if not stat.S_ISREG(mode):
+        fh.close()
+        raise BadEntry(path, f"is not a regular file (mode {stat.filemode(mode)})")
+    return fh
+
+
 def _read_regular(path, limit=None):
-    """The bytes of a regular file, opened without following a symlink nor waiting on a FIFO."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise BadEntry(path, f"is not a regular file (mode {stat.filemode(mode)})")
+    """The bytes of a regular file (``_open_regular``), at most ``limit`` of them (else a BadEntry)."""
+    with _open_regular(path) as fh:
         data = fh.read(-1 if limit is None else limit + 1)
     if limit is not None and len(data) > limit:
         raise BadEntry(path, f"is larger than {limit} bytes")
@@ -132,13 +139,9 @@ def _read_regular(path, limit=None):
 
 
 def sha256(path):
-    """SHA-256 of a regular file (hex), read without following a symlink."""
+    """SHA-256 of a regular file (hex; ``_open_regular``)."""
     digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise BadEntry(path, f"is not a regular file (mode {stat.filemode(mode)})")
+    with _open_regular(path) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -200,6 +200,14 @@ def test_clear_refuses_a_root_without_the_marker_and_deletes_nothing(root, capsy
         store.prune()
     assert main(["cache", "--clear"]) == 2
     assert "CACHEDIR.TAG" in capsys.readouterr().err
+    # another program's cache tag (the standard line without casrbd's), or a FIFO in its place: not casrbd's
+    (root / store.MARKER).write_text(store.MARKER_TEXT.splitlines()[0] + "\n")
+    with pytest.raises(ValueError, match="has no casrbd CACHEDIR.TAG"):
+        store.prune()
+    (root / store.MARKER).unlink()
+    os.mkfifo(root / store.MARKER)
+    with pytest.raises(ValueError, match="has no casrbd CACHEDIR.TAG"):
+        store.prune()
     assert set(before) <= {p.relative_to(root) for p in root.rglob("*")}
 
 
