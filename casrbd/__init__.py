@@ -1,5 +1,7 @@
 """casrbd: rigid-body dynamics as casadi expression graphs."""
 
+import sys
+
 from .api import (
     aba,
     aba_derivatives,
@@ -39,7 +41,8 @@ from .api import (
     rnea_hessian,
     rnea_second_order_derivatives,
 )
-from .codegen import CacheWarning, CompileError, compiled
+from .cache import CacheWarning
+from .codegen import CompileError, compiled, fast, gpu
 from .functions import SingularMassMatrixError, function
 from .loaders import LoadError, LoadWarning, MJCFError, MJCFWarning, URDFError, URDFWarning, load_mjcf, load_urdf
 from .model import Body, Frame, Model
@@ -48,6 +51,9 @@ from .ocp.expand import keep_analytical
 from .spatial import SE3, Inertia
 
 __version__ = "0.1.0"
+
+# casrbd.fast and casrbd.gpu are the modules of the codegen package (``import casrbd.fast`` finds them)
+sys.modules[__name__ + ".fast"], sys.modules[__name__ + ".gpu"] = fast, gpu
 
 __all__ = [
     "SE3",

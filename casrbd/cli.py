@@ -10,10 +10,13 @@ installed, Pinocchio's through its Python bindings).
 placeholders of the description marked "placeholder?": ``Model.placeholder_limits``),
 the reference configurations of its SRDF (robots of ``casrbd.models.EXAMPLE_SRDFS``)
 and the size of the core Functions.
-``casrbd cache``: where the disk cache of Functions and compiled libraries is and
-what it holds; ``--clear`` removes its entries (``--unused-days N``: those
-not used for N days). Entries of older casrbd or casadi versions are never
-loaded again and stay until cleared.
+``casrbd cache``: where the disk cache (``casrbd.cache``) is and what it holds,
+per kind (Functions, compiled libraries, GPU kernel builds, partial builds);
+``--clear`` removes its entries (``--unused-days N``: those not used for N
+days), and nothing else: only a root with casrbd's ``CACHEDIR.TAG`` is cleared.
+Entries of older casrbd or casadi versions are never loaded again and stay
+until cleared; those of layouts before ``casrbd.cache`` are not casrbd's
+entries any more (remove them by hand).
 ``casrbd blasfeo``: which instruction set the blasfeo behind casadi's fatrop was
 built for (casadi's wheels: any x86-64); ``--install LIB`` puts a blasfeo built
 for this CPU in its place (checked, the wheel's kept), ``--restore`` the wheel's
@@ -29,7 +32,8 @@ import timeit
 
 import numpy as np
 
-from . import __version__, codegen
+from . import __version__
+from . import cache as store
 from .api import difference, integrate, random_configuration
 from .functions import function
 from .loaders.srdf import load_srdf
@@ -212,16 +216,16 @@ def info(args):
 
 
 def cache(args):
-    root = codegen.cache_dir()
+    root = store.cache_dir()
     if args.unused_days is not None and not args.clear:
         raise ValueError("--unused-days selects what --clear removes: give both")
     if args.clear:
-        removed = codegen.prune_cache(args.unused_days, root)
+        removed = store.prune(args.unused_days, root)
         print(f"{root}: removed {len(removed)} entries, {_megabytes(sum(e.size for e in removed))}")
         return
-    entries = codegen.cache_entries(root)
+    entries = store.entries(root)
     print(f"{root}: {len(entries)} entries, {_megabytes(sum(e.size for e in entries))}")
-    for kind in ("function", "library", "benchmark", "partial"):
+    for kind in [*store.KINDS, "partial"]:
         some = [e for e in entries if e.kind == kind]
         if some:
             size, idle = _megabytes(sum(e.size for e in some)), max(e.idle for e in some) / 86400
@@ -293,7 +297,7 @@ def main(argv=None):
                 help="careful timing, plus compiled code (casrbd.fast, compiles every Function once) and Pinocchio",
             )
         p.set_defaults(run=run)
-    p = sub.add_parser("cache", help="the disk cache of Functions and compiled libraries: where, how large; --clear")
+    p = sub.add_parser("cache", help="the disk cache (Functions, libraries, GPU kernels): where, how large; --clear")
     p.add_argument("--clear", action="store_true", help="remove entries (all, or those of --unused-days)")
     p.add_argument("--unused-days", type=float, metavar="N", help="with --clear: only entries not used for N days")
     p.set_defaults(run=cache)

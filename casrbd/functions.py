@@ -6,27 +6,25 @@ declares, optionally with the analytical Jacobian the spec carries as
 casadi's ``custom_jacobian``. Functions are cached per model for the model's
 lifetime (models are immutable, so a cached Function never goes stale).
 
-SX Functions that take a while to build are also kept on disk, under
-``codegen.cache_dir()/functions``: another process (or another model object of
+SX Functions that take a while to build are also kept on disk, in
+``casrbd.cache`` (kind "function"): another process (or another model object of
 the same robot) deserializes in a fraction of a second what took seconds to
 build. An entry's key hashes casrbd's own source, casadi's version, the
-pickled model and the Function's options, so that any change builds anew; its
-payload's SHA-256 and key are checked before it is deserialized, and the
-Functions' names after; an entry that fails is rebuilt with a
-``codegen.CacheWarning`` naming the file. casadi's serialization keeps a
+pickled model and the Function's options, so that any change builds anew; the
+store checks its key and SHA-256 before it is deserialized, and the Functions'
+names are checked after; an entry that fails is rebuilt with a
+``casrbd.CacheWarning`` naming the file. casadi's serialization keeps a
 Function's ``custom_jacobian`` but not its derivative cache, so the analytical
 adjoint is stored beside the Function and installed again on loading.
 ``CASRBD_FUNCTION_CACHE=off`` neither reads nor writes these entries.
 """
 
-import contextlib
 import functools
 import hashlib
 import itertools
 import json
 import os
 import pickle
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -34,6 +32,8 @@ from typing import NamedTuple
 
 import casadi as ca
 
+from . import cache
+from . import derivative_protocol as protocol
 from .algorithms import SPECS
 from .algorithms.configuration import tangent_map
 from .algorithms.passes.articulated import singular_joints
@@ -163,7 +163,7 @@ def function(
 def _cached(model, key):
     name, symbolic, f_ext, parameters, second_order, options, jac_options = key
     entry = _disk_entry(model, key)
-    if entry is not None and entry[0].exists():
+    if entry is not None:
         f = _load(*entry)
         if f is not None:
             return f
@@ -183,7 +183,9 @@ def _cached(model, key):
     return f
 
 
-DISK_LAYOUT = "casrbd-functions-1"
+DISK_LAYOUT = "casrbd-functions-2"
+FUNCTIONS = cache.register("function", "functions", "Function")
+PAYLOAD = "functions.json"
 DISK_MIN_SECONDS = 0.3  # a Function that builds faster than this loads no faster than it builds
 
 
@@ -198,7 +200,7 @@ def _source_digest():
 
 
 def _disk_entry(model, key):
-    """(path, key digest, has an analytical Jacobian, has an analytical adjoint) of a Function's disk
+    """(stem, key digest, has an analytical Jacobian, has an analytical adjoint) of a Function's disk
     entry, or None: MX Functions are not stored (their graphs call others), nor a model that does not
     pickle (symbolic inertias), nor anything with CASRBD_FUNCTION_CACHE=off."""
     if key[1] != "SX" or os.environ.get("CASRBD_FUNCTION_CACHE") == "off":
@@ -210,75 +212,46 @@ def _disk_entry(model, key):
     digest = hashlib.sha256()
     for part in (DISK_LAYOUT.encode(), ca.__version__.encode(), _source_digest(), pickled, repr(key).encode()):
         digest.update(hashlib.sha256(part).digest())
-    from .codegen import cache_dir  # codegen imports this module
-
-    hexdigest = digest.hexdigest()
-    path = cache_dir() / "functions" / f"{identifier(f'{model.name}_{key[0]}')}-{hexdigest[:24]}.json"
     analytical = key[6] is not None
-    return path, hexdigest, analytical, analytical and key[4] == "analytical"
+    return identifier(f"{model.name}_{key[0]}"), digest.hexdigest(), analytical, analytical and key[4] == "analytical"
 
 
-def _store(path, key, analytical, adjoint, f):
+def _store(stem, key, analytical, adjoint, f):
     functions = [f] + ([f.reverse(1)] if adjoint else [])
-    payload = json.dumps([g.serialize() for g in functions])
-    entry = {"key": key, "sha256": hashlib.sha256(payload.encode()).hexdigest(), "functions": payload}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-        json.dump(entry, fh)
-    os.replace(fh.name, path)  # whole or absent: a reader never sees half an entry
+    payload = json.dumps([g.serialize() for g in functions]).encode()
+    cache.store(FUNCTIONS, stem, key, lambda directory: (directory / PAYLOAD).write_bytes(payload))
 
 
-def _load(path, key, analytical, adjoint):
-    """The Function of a disk entry, or None (with a CacheWarning) when the entry fails a check."""
-    from .codegen import CacheWarning
+def _load(stem, key, analytical, adjoint):
+    """The Function of a disk entry, or None: none stored, or (with a CacheWarning) one that fails a check."""
 
-    try:
-        entry = json.loads(path.read_text())
-        payload = entry["functions"]
-        if entry["key"] != key:
-            raise ValueError("it holds another key")
-        if hashlib.sha256(payload.encode()).hexdigest() != entry["sha256"]:
-            raise ValueError("its payload does not hash to its recorded SHA-256 (truncated or corrupted)")
-        functions = [ca.Function.deserialize(text) for text in json.loads(payload)]
-        with contextlib.suppress(OSError):  # its last use, for codegen.prune_cache
-            os.utime(path)
-        if len(functions) != 1 + adjoint:
-            raise ValueError(f"it holds {len(functions)} Functions, expected {1 + adjoint}")
-        f, *rest = functions
-        if not analytical:
-            return f
-        jac = f.jacobian()  # the custom Jacobian: casadi's serialization keeps it
-        adj1 = None
-        if rest:
-            adj1 = _with_options(rest[0], {"custom_jacobian": rest[0].jacobian(), "jac_penalty": 0})
-        names = [(jac, "jac_"), *([(adj1, "adj1_"), (adj1.jacobian(), "jac_adj1_")] if adj1 else [])]
-        for g, prefix in names:
-            if g.name() != prefix + f.name():
-                raise ValueError(f"{g.name()!r} is not the derivative {prefix + f.name()!r}")
-        return _with_options(f, _derivative_options(jac, adj1))
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
-        warnings.warn(f"{path}: not loaded, rebuilding: {e}", CacheWarning, stacklevel=4)
-        return None
+    def use(entry):
+        try:
+            return _deserialize(json.loads(entry.read(PAYLOAD)), analytical, adjoint)
+        except (ValueError, KeyError, TypeError, RuntimeError) as e:
+            raise cache.BadEntry(entry.file(PAYLOAD), f"not loaded: {e}") from None
+
+    return cache.load(FUNCTIONS, stem, key, use, stacklevel=4)
 
 
-def _with_options(g, opts):
-    """The SX Function g again, with Function options (which a Function cannot be given once built)."""
-    xs = g.sx_in()
-    return ca.Function(g.name(), xs, g.call(xs), g.name_in(), g.name_out(), opts)
-
-
-def _derivative_options(jac, adj1):
-    """The options that install an analytical Jacobian and, where given, an analytical adjoint."""
-    options = {
-        "custom_jacobian": jac,
-        # it serves Jacobians and many directions; one adjoint (a gradient, and the exact Hessian's
-        # forward-over-reverse) goes through the reverse mode: the second-order adjoint below, or
-        # AD of the dynamics graph, which is smaller than the Jacobian's
-        "jac_penalty": 0.5,
-    }
+def _deserialize(texts, analytical, adjoint):
+    """The Function of serialized ones, its analytical derivatives installed again (names checked)."""
+    if not isinstance(texts, list) or len(texts) != 1 + adjoint or not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"it holds no list of {1 + adjoint} serialized Functions")
+    f, *rest = [ca.Function.deserialize(text) for text in texts]
+    if not analytical:
+        return f
+    jac = f.jacobian()  # the custom Jacobian: casadi's serialization keeps it
+    adj1 = None
+    if rest:
+        adj1 = protocol.with_options(rest[0], protocol.adjoint_options(rest[0].jacobian()))
+    expected = [(jac, protocol.jacobian_name(f.name()))]
     if adj1 is not None:
-        options["cache"] = {adj1.name(): adj1}
-    return options
+        expected += [(adj1, protocol.adjoint_name(f.name())), (adj1.jacobian(), protocol.hessian_name(f.name()))]
+    for g, name in expected:
+        if g.name() != name:
+            raise ValueError(f"{g.name()!r} is not the derivative {name!r}")
+    return protocol.with_options(f, protocol.options(jac, adj1))
 
 
 def _build(model, s, sym, f_ext, parameters, second_order, options, jac_options):
@@ -310,7 +283,7 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
         # one common-subexpression pass over all outputs: they share kinematics
         return ca.Function(fname, args, ca.cse(outs), *names)
     # casadi hands its derivative Functions the nominal outputs: they use them, not a second solve
-    nominal = [sym.sym("out_" + out.name, o.shape) for out, o in zip(s.outputs, outs)]
+    nominal = protocol.symbols(sym, names[1], [o.shape for o in outs], protocol.NOMINAL)
     out = {o.name: x for o, x in zip(s.outputs, nominal)}
     blocks = s.jacobian.impl(model, *args[: len(s.inputs)], **extra, **options, **jac_options, out=out)
     drafts = [_Draft(fname, args, outs, *names), _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks)]
@@ -322,8 +295,8 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     adj1 = None
     if adjoint:
         # the Jacobian always: it is the contracted Hessian, which the forward sweep asks for
-        adj1 = adjoint[0].function({"custom_jacobian": adjoint[1].function(), "jac_penalty": 0})
-    return f.function(_derivative_options(jac.function(), adj1))
+        adj1 = adjoint[0].function(protocol.adjoint_options(adjoint[1].function()))
+    return f.function(protocol.options(jac.function(), adj1))
 
 
 class _Draft(NamedTuple):
@@ -363,13 +336,8 @@ def _custom_jacobian(model, s, fname, inputs, args, outs, nominal, blocks):
             elif arg.kind == "configuration":
                 block = ca.mtimes(block, tangent_map(model, x))
             jac.append(block)
-    return _Draft(
-        "jac_" + fname,
-        args + nominal,
-        jac,
-        [a.name for a in inputs] + ["out_" + out.name for out in s.outputs],
-        [f"jac_{out.name}_{arg.name}" for out in s.outputs for arg in inputs],
-    )
+    names = protocol.jacobian_io([a.name for a in inputs], [out.name for out in s.outputs])
+    return _Draft(protocol.jacobian_name(fname), args + nominal, jac, *names)
 
 
 def _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, options):
@@ -381,7 +349,7 @@ def _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, options
     the normalisation inside the joints; AD of T's few joint-local entries). A spec of several
     outputs gets their multipliers as a tuple (``spec.SecondOrderAdjoint``)."""
     sym = type(nominal[0])
-    lams = [sym.sym("adj_" + out.name, n.shape) for out, n in zip(s.outputs, nominal)]
+    lams = protocol.symbols(sym, [out.name for out in s.outputs], [n.shape for n in nominal], protocol.SEED)
     out = {o.name: n for o, n in zip(s.outputs, nominal)}
     lam, lam_keys = (lams[0], ["lam"]) if len(lams) == 1 else (tuple(lams), ["lam_" + o.name for o in s.outputs])
     gradient, jacobian = s.second_order.impl(model, *args[: len(s.inputs)], lam=lam, **extra, **options, out=out)
@@ -409,18 +377,14 @@ def _second_order_adjoint(model, s, fname, inputs, args, nominal, extra, options
                 curvature = ca.jacobian(ca.mtimes(config[a.name].T, G), x)
                 block = block + ca.substitute(curvature, G, g)
             blocks.append(block)
-    names_in = (
-        [a.name for a in inputs] + ["out_" + out.name for out in s.outputs] + ["adj_" + out.name for out in s.outputs]
-    )
-    names_out = ["adj_" + a.name for a in inputs]
-    out_adjoints = [sym.sym("out_" + n, x.shape) for n, x in zip(names_out, args)]
+    names_in, names_out = protocol.adjoint_io([a.name for a in inputs], [out.name for out in s.outputs])
+    out_adjoints = protocol.symbols(sym, names_out, [x.shape for x in args], protocol.NOMINAL)
     return [
-        _Draft("adj1_" + fname, args + nominal + lams, adjoints, names_in, names_out),
+        _Draft(protocol.adjoint_name(fname), args + nominal + lams, adjoints, names_in, names_out),
         _Draft(
-            "jac_adj1_" + fname,
+            protocol.hessian_name(fname),
             args + nominal + lams + out_adjoints,
             blocks,
-            names_in + ["out_" + n for n in names_out],
-            [f"jac_{n}_{m}" for n in names_out for m in names_in],
+            *protocol.jacobian_io(names_in, names_out),
         ),
     ]

@@ -18,6 +18,7 @@ import pytest
 
 import casrbd
 from casrbd import codegen, functions
+from casrbd.cache import sha256
 from casrbd.cli import main
 from casrbd.models import load_robot
 
@@ -108,7 +109,9 @@ def test_a_forged_manifest_is_caught_by_the_signature_check_after_loading():
     record = json.loads(manifest.read_text())
     forged = first.path.parent / "forged.so"
     shutil.copy(other.path, forged)
-    manifest.write_text(json.dumps(record | {"library": forged.name, "sha256": codegen._sha256(forged)}))
+    record["files"][forged.name] = sha256(forged)
+    record["info"]["library"] = forged.name
+    manifest.write_text(json.dumps(record))
     with pytest.warns(codegen.CacheWarning, match=re.escape(str(forged)) + ".*another signature"):
         rebuilt = codegen.compile_functions(f, flags=FLAGS)
     assert rebuilt.compile_seconds is not None
@@ -126,7 +129,7 @@ def test_a_compiler_that_writes_nothing_is_a_compile_error_naming_it(tmp_path, c
     cc = fake_compiler(tmp_path, "echo 'all fine, says the fake'\nexit 0\n")
     with pytest.raises(codegen.CompileError, match=rf"(?s){re.escape(cc)} .*wrote no library.*all fine, says the fake"):
         codegen.compile_functions(tiny(), flags=FLAGS, compiler=cc)
-    assert not [p for p in cache.iterdir() if not p.name.startswith(".")]
+    assert not [p for p in (cache / "libraries").iterdir() if not p.name.startswith(".")]
 
 
 def test_a_compiler_that_writes_garbage_is_a_compile_error_and_leaves_no_entry(tmp_path, cache):
@@ -135,7 +138,7 @@ def test_a_compiler_that_writes_garbage_is_a_compile_error_and_leaves_no_entry(t
     for _ in range(2):  # the failed build is not left to be found (and warned about) next time
         with pytest.raises(codegen.CompileError, match=rf"(?s){re.escape(cc)} .*fails its checks.*does not load tiny"):
             codegen.compile_functions(tiny(), flags=FLAGS, compiler=cc)
-    assert list(cache.iterdir()) == []
+    assert list((cache / "libraries").iterdir()) == []
 
 
 def test_libraries_compiled_side_by_side_load_in_order_and_from_the_cache(cache):
@@ -300,17 +303,17 @@ def test_pruning_removes_what_was_not_used_and_keeps_what_was(cache, monkeypatch
     monkeypatch.setattr(functions, "DISK_MIN_SECONDS", 0.0)
     casrbd.function(load_robot("arm7"), "rnea")
     old, used = codegen.compile_functions(tiny(), flags=FLAGS), codegen.compile_functions(tiny(3), flags=FLAGS)
-    (stale := cache / ".tiny-crashed").mkdir()
-    (cache / ".tiny-building").mkdir()
+    (stale := cache / "libraries" / ".partial-crashed").mkdir()
+    (cache / "libraries" / ".partial-building").mkdir()
     (cache / "notes.txt").write_text("mine")
     age(stale, 1 / 12)
     assert kinds(codegen.cache_entries()) == ["function", "library", "library", "partial", "partial"]
-    (entry,) = cache.glob("functions/*.json")
+    (entry,) = cache.glob("functions/*/" + codegen.MANIFEST)
     for path in (entry, old.path.parent / codegen.MANIFEST, used.path.parent / codegen.MANIFEST):
         age(path, 3)
     assert codegen.compile_functions(tiny(3), flags=FLAGS).compile_seconds is None  # a use
     removed = codegen.prune_cache(2)
-    assert sorted(e.path for e in removed) == sorted([stale, entry, old.path.parent])
+    assert sorted(e.path for e in removed) == sorted([stale, entry.parent, old.path.parent])
     assert kinds(codegen.cache_entries()) == ["library", "partial"]
     assert (cache / "notes.txt").read_text() == "mine"
     rebuilt = codegen.compile_functions(tiny(), flags=FLAGS)

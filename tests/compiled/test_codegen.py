@@ -47,7 +47,8 @@ def cache(tmp_path, monkeypatch):
 
 
 def builds(cache):
-    return sorted(p.name for p in cache.iterdir()) if cache.exists() else []
+    """The library entries (and partial builds) of the cache."""
+    return sorted(p.name for p in (cache / "libraries").iterdir()) if (cache / "libraries").exists() else []
 
 
 def state(model, seed):
@@ -164,7 +165,7 @@ def test_two_models_load_side_by_side_and_link_into_one_program(tmp_path):
 
 def test_second_call_loads_from_the_cache(cache, monkeypatch, capfd):
     f = casrbd.function(ARM7, "rnea")
-    monkeypatch.setattr(codegen, "PROGRESS_SECONDS", 0.01)
+    monkeypatch.setattr(codegen.compiler, "PROGRESS_SECONDS", 0.01)
     first = codegen.compile_functions(f, verbose=True)  # default flags
     err = capfd.readouterr().err
     assert first.compile_seconds > 0

@@ -143,6 +143,12 @@ def test_single_call_arguments_of_any_form_or_a_clear_error():
         f(q, v, None)
     with pytest.raises(ValueError, match="argument 'q' must be real numbers"):
         f(q + 1j, v, tau)
+    with pytest.raises(ValueError, match=r"argument 'v' must be numbers, got list \(.*inhomogeneous"):
+        f(q, [list(v[:3]), list(v[3:])], tau)  # ragged
+    with pytest.raises(ValueError, match="argument 'tau' holds a number beyond float64's range"):
+        f(q, v, [10**400] * 7)
+    with pytest.raises(ValueError, match="argument 'q' must be real numbers"):
+        f([1 + 1j] * 7, v, tau)
     with pytest.raises(TypeError, match=r"takes 3 arguments \['q', 'v', 'tau'\], got 2"):
         f(q, v)
     with pytest.raises(AttributeError, match="has no attribute or argument 'nope'"):
@@ -178,6 +184,9 @@ def test_assigning_an_input_copies_it_in_and_assigning_an_output_raises():
         (lambda: setattr(f, "q", q[:6]), ValueError, r"argument 'q' must have shape \(7,\), got shape \(6,\)"),
         (lambda: setattr(f, "tau", "abc"), ValueError, "argument 'tau' must be numbers"),
         (lambda: setattr(f, "v", None), ValueError, r"argument 'v' must have shape \(7,\)"),
+        (lambda: setattr(f, "v", [10**400] * 7), ValueError, "argument 'v' holds a number beyond float64's range"),
+        (lambda: setattr(f, "inputs", {"q": q}), AttributeError, "'inputs' cannot be replaced"),
+        (lambda: setattr(f, "outputs", {}), AttributeError, "'outputs' cannot be replaced"),
     ):
         with pytest.raises(error, match=message):
             assign()

@@ -206,6 +206,17 @@ def test_bad_input_names_the_culprit():
         host.raw(x, y.reshape(4, 4).T)
     with pytest.raises(ValueError, match="out for 'S' must be a C-contiguous numpy array of shape \\(3, 4\\)"):
         host.raw(x.T, y.reshape(4, 4).T, out=[np.empty((8, 4)), np.empty((4, 3)), np.empty((4, 4))])
+    with pytest.raises(ValueError, match="argument 'x' holds complex numbers"):
+        host(x + 1e-3j, y)  # refused, not truncated to its real part
+    with pytest.raises(ValueError, match="argument 'y' holds complex numbers"):
+        host.raw(x.T, y.reshape(4, 4).T.astype(complex))
+    xr, yr = np.ascontiguousarray(x.T), np.ascontiguousarray(y.reshape(4, 4).T)
+    aliased = [np.empty((8, 4)), np.empty((3, 4)), yr]
+    with pytest.raises(ValueError, match=r"out for 'yyT' shares memory with \['y'\]"):
+        host.raw(xr, yr, out=aliased)  # the kernel would read what it has written
+    twice = np.empty((8, 4))
+    with pytest.raises(ValueError, match=r"out for 'column' shares memory with \['S'\]"):
+        host.raw(xr, yr, out=[twice, twice[:3], np.empty((4, 4))])
     with pytest.raises(ValueError, match="precision"):
         gpu.KernelSource(f, precision="half")
     with pytest.raises(ValueError, match=r"unknown \['nope'\], named twice \['S'\], missing \['yyT'\]"):

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import casrbd
-from casrbd import functions
-from casrbd.codegen import CacheWarning
+from casrbd import CacheWarning, functions
+from casrbd.cache import MANIFEST
+from casrbd.functions import PAYLOAD
 from casrbd.models import load_robot, random_tree
 from casrbd.testing import random_state, rel_err
 
@@ -59,7 +60,7 @@ def assert_same(loaded, built):
 def test_another_model_of_the_robot_loads_the_function_and_its_derivatives(case, cache, monkeypatch):
     load, name, options = CASES[case]
     built = casrbd.function(load(), name, **options)
-    assert len(list(cache.glob("*.json"))) == 1
+    assert len(list(cache.glob("*/" + PAYLOAD))) == 1
     monkeypatch.setattr(functions, "_build", lambda *a: pytest.fail("built again instead of loaded"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", CacheWarning)
@@ -83,26 +84,28 @@ def test_the_loaded_adjoint_serves_an_exact_hessian():
 
 def damage_truncate(path):
     path.write_text(path.read_text()[: len(path.read_text()) // 2])
+    return path
 
 
 def damage_payload(path):
-    entry = json.loads(path.read_text())
-    entry["functions"] = entry["functions"].replace("a", "b", 1)
-    path.write_text(json.dumps(entry))
+    path.write_text(path.read_text().replace("a", "b", 1))
+    return path
 
 
 def damage_key(path):
-    entry = json.loads(path.read_text())
+    manifest = path.parent / MANIFEST
+    entry = json.loads(manifest.read_text())
     entry["key"] = "0" * 64
-    path.write_text(json.dumps(entry))
+    manifest.write_text(json.dumps(entry))
+    return manifest
 
 
 @pytest.mark.parametrize("damage", [damage_truncate, damage_payload, damage_key])
 def test_a_damaged_entry_is_rebuilt_with_a_warning_naming_it(damage, cache):
     built = casrbd.function(load_robot("arm7"), "aba", jacobian="analytical")
-    (path,) = cache.glob("*.json")
-    damage(path)
-    with pytest.warns(CacheWarning, match=str(path)):
+    (path,) = cache.glob("*/" + PAYLOAD)
+    culprit = damage(path)
+    with pytest.warns(CacheWarning, match=str(culprit)):
         rebuilt = casrbd.function(load_robot("arm7"), "aba", jacobian="analytical")
     assert_same(rebuilt, built)
     # rebuilt and stored again: the next model loads it without a warning
@@ -113,7 +116,7 @@ def test_a_damaged_entry_is_rebuilt_with_a_warning_naming_it(damage, cache):
 
 def test_mx_functions_are_not_stored(cache):
     casrbd.function(load_robot("arm7"), "aba", symbolic="MX")
-    assert not list(cache.glob("*.json"))
+    assert not list(cache.glob("*/" + PAYLOAD))
 
 
 def test_the_cache_can_be_turned_off(cache, monkeypatch):
@@ -127,4 +130,4 @@ def test_the_cache_can_be_turned_off(cache, monkeypatch):
 def test_quick_builds_are_not_stored(cache, monkeypatch):
     monkeypatch.setattr(functions, "DISK_MIN_SECONDS", 1e9)
     casrbd.function(load_robot("arm7"), "aba", jacobian="analytical")
-    assert not list(cache.glob("*.json"))
+    assert not list(cache.glob("*/" + PAYLOAD))

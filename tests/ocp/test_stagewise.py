@@ -180,7 +180,7 @@ def test_gauss_newton_stage_compiled_with_its_linearisation_kept_takes_the_vm_it
     stage = ocp.gauss_newton_stage("pendulum_kept", cost, inner, sx_products_max)
     library = f"test_stagewise_kept{sx_products_max}"
     (compiled,) = ocp.compile_stages([stage], library)
-    sources = codegen.cache_dir().glob(f"{library}_pendulum_kept-*/*.c")
+    sources = codegen.cache_dir().glob(f"libraries/{library}_pendulum_kept-*/*.c")
     text = "".join(s.read_text() for s in sources)
     assert "casrbd.codegen.memoize: pendulum_kept_linearised" in text
     assert "casrbd.codegen.memoize: pendulum_kept_nominal" in text

@@ -39,7 +39,8 @@ set by writing into its array: ``f.q[:] = q``, or ``f.q = q`` and
 rebinding that the code would never see is impossible). Outputs are written
 by ``evaluate()`` only: assigning ``f.a = ...`` or ``f.outputs["a"] = ...``
 raises ``AttributeError``, and so does assigning an attribute that is no
-argument (``f.Q = q``, a typo that would otherwise be silently ignored).
+argument (``f.Q = q``, a typo that would otherwise be silently ignored) or
+replacing the mappings themselves (``f.inputs = {...}``).
 
 Threads. ``__call__`` of a FastFunction or a BatchFunction holds a lock, so
 one object may be shared by threads (they then take turns). ``evaluate()``
@@ -62,21 +63,22 @@ from collections.abc import Mapping
 import casadi as ca
 import numpy as np
 
-from . import codegen
-from .functions import function as casrbd_function
-from .model import per_model
+from ..functions import function as casrbd_function
+from ..model import per_model
+from .flags import DEFAULT_FLAGS
+from .library import compile_functions
 
 CHUNK = 128  # states per call of the compiled map in a batch
 _FLOAT64 = np.dtype(np.float64)
 
 
-def function(model, name, chunk=CHUNK, flags=codegen.DEFAULT_FLAGS, **options):
+def function(model, name, chunk=CHUNK, flags=DEFAULT_FLAGS, **options):
     """A ``FastFunction`` of ``casrbd.function(model, name, **options)`` (options such as ``f_ext``,
     ``method``, ``frame``), compiled with ``flags``; a new object (own arrays) over a cached library."""
     return FastFunction(_library(model, casrbd_function(model, name, **options), chunk, tuple(flags)))
 
 
-def batch(model, name, chunk=CHUNK, flags=codegen.DEFAULT_FLAGS, **options):
+def batch(model, name, chunk=CHUNK, flags=DEFAULT_FLAGS, **options):
     """A ``BatchFunction`` of ``casrbd.function(model, name, **options)``: one state per row."""
     return BatchFunction(_library(model, casrbd_function(model, name, **options), chunk, tuple(flags)))
 
@@ -103,7 +105,7 @@ def _shape(sparsity):
     return (rows,) if cols == 1 else (rows, cols)
 
 
-def compile_function(f, chunk=CHUNK, flags=codegen.DEFAULT_FLAGS):
+def compile_function(f, chunk=CHUNK, flags=DEFAULT_FLAGS):
     """The ``Library`` of any casadi Function (SX or MX): its outputs made dense (a buffer writes only
     the nonzeros) and its custom Jacobian left out, compiled with ``casrbd.codegen`` (cached on disk)."""
     if not isinstance(chunk, (int, np.integer)) or chunk < 1:
@@ -116,7 +118,7 @@ def compile_function(f, chunk=CHUNK, flags=codegen.DEFAULT_FLAGS):
     xs = f.sx_in() if f.is_a("SXFunction") else f.mx_in()
     g = ca.Function(f.name(), xs, [ca.densify(y) for y in f.call(xs)], f.name_in(), f.name_out())
     mapped = g.map(int(chunk))
-    lib = codegen.compile_functions([g, mapped], name=f"{f.name()}_fast", flags=flags)
+    lib = compile_functions([g, mapped], name=f"{f.name()}_fast", flags=flags)
     return Library(f, lib[g.name()], lib[mapped.name()], int(chunk))
 
 
@@ -139,12 +141,16 @@ def _float_array(fname, name, x):
     """x (array-like or DM) as a float64 array, refusing complex numbers and non-numbers by name."""
     if isinstance(x, ca.DM):
         x = x.full()
-    if np.iscomplexobj(x):
-        raise ValueError(f"{fname}: argument {name!r} must be real numbers, got complex ones")
     try:
-        return np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as e:
+        complex_ = np.iscomplexobj(x)
+        a = None if complex_ else np.asarray(x, dtype=np.float64)
+    except OverflowError as e:  # an int beyond float range
+        raise ValueError(f"{fname}: argument {name!r} holds a number beyond float64's range ({e})") from None
+    except (TypeError, ValueError) as e:  # a string, a ragged list
         raise ValueError(f"{fname}: argument {name!r} must be numbers, got {type(x).__name__} ({e})") from None
+    if complex_:
+        raise ValueError(f"{fname}: argument {name!r} must be real numbers, got complex ones")
+    return a
 
 
 def _argument(fname, name, x, shape):
@@ -195,7 +201,7 @@ class FastFunction:
     attributes: ``f.q``, ``f.a``), ``f.evaluate()`` and the checked call ``f(*args)``. Assigning
     ``f.q = q`` or ``f.inputs["q"] = q`` copies into the bound array (checked); outputs are read-only."""
 
-    _OWN = frozenset(("library", "name", "inputs", "outputs"))  # attributes set in __init__
+    _OWN = frozenset(("library", "name", "inputs", "outputs"))  # attributes set once, in __init__
 
     def __init__(self, library):
         self.library, self.name = library, library.name
@@ -221,8 +227,13 @@ class FastFunction:
         )
 
     def __setattr__(self, name, value):
-        if name.startswith("_") or name in self._OWN:
+        if name.startswith("_") or (name in self._OWN and name not in self.__dict__):
             object.__setattr__(self, name, value)
+        elif name in self._OWN:
+            raise AttributeError(
+                f"{self.name}: {name!r} cannot be replaced: the arrays are bound to the compiled code; assign an "
+                f"argument into them instead (f.inputs['q'] = q, f.q = q or f.q[:] = q)"
+            )
         elif name in self.inputs:
             self.inputs[name] = value
         elif name in self.outputs:
