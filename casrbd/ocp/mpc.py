@@ -41,9 +41,10 @@ class Horizon:
     """min sum_k stage(x_k, u_k, p)[cost] + terminal(x_N, [], p)[cost] over x_0..x_N, u_0..u_N-1 s.t.
     x_0 = x0, x_k+1 = stage(x_k, u_k, p)[x_next], ``x_bounds`` (lower, upper) on x_1..x_N and ``u_bounds``
     on every u_k. ``parameters``: the p of every stage (an attribute: change it between solves).
-    ``max_iter``: the iteration budget of a warm-started solve; ``options``: IPOPT's own, for both solves."""
+    ``max_iter``: the iteration budget of a warm-started solve; ``expand``: the NLP as SX (``solver_options``:
+    quicker solves of compiled stages, a slower build); ``options``: IPOPT's own, for both solves."""
 
-    def __init__(self, stage, terminal, nodes, x_bounds, u_bounds, parameters, max_iter=1, **options):
+    def __init__(self, stage, terminal, nodes, x_bounds, u_bounds, parameters, max_iter=1, expand=False, **options):
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
         nx, nu, n_p = stage.numel_in(0), stage.numel_in(1), stage.numel_in(2)
@@ -59,8 +60,8 @@ class Horizon:
             cost, gaps = cost + c, gaps + [xs[k + 1] - x_next]
         w = ca.vertcat(*[v for k in range(nodes) for v in (xs[k], us[k])], xs[-1])
         nlp = {"x": w, "p": ca.vertcat(x0, p), "f": cost, "g": ca.vertcat(*gaps)}
-        cold = solver_options(expand=True, **options)
-        warm = solver_options(expand=True, warm_start=True, **options, max_iter=max_iter)
+        cold = solver_options(expand=expand, **options)
+        warm = solver_options(expand=expand, warm_start=True, **options, max_iter=max_iter)
         self._cold, self._warm = (ca.nlpsol("horizon", "ipopt", nlp, o) for o in (cold, warm))
         lower, upper = (
             self._nodes_to_vector(np.broadcast_to(b, (self.nodes + 1, nx + nu))) for b in self._rows(x_bounds, u_bounds)
@@ -213,5 +214,6 @@ def reaching_horizon(
     stages = [gauss_newton_stage("reach", cost, inner), gauss_newton_stage("reach_end", cost_end, inner_end)]
     if compiled:
         stages = compile_stages(stages, compiled, flags)
+        options.setdefault("expand", True)
     x_bounds = [np.r_[model.lower, -model.velocity_limit], np.r_[model.upper, model.velocity_limit]]
     return Horizon(*stages, nodes, x_bounds, [-model.effort_limit, model.effort_limit], target, **options)
