@@ -46,19 +46,9 @@ def run(rate=500, hold=1.0, nodes=10, dt=0.03, max_iter=1, compiled=True):
     error = np.linalg.norm(tool_p - current, axis=1)
     ends = [round(k * hold / 1e-3) for k in range(1, len(targets) + 1)]
     final = np.array([np.linalg.norm(tool_p[i] - targets[k]) for k, i in enumerate(ends)])
-    return dict(
-        model=model,
-        tool=tool,
-        targets=targets,
-        record=record,
-        tool_p=tool_p,
-        error=error,
-        final=final,
-        plans=mpc.plans,
-        t=record.t,
-        q=record.q,
-        rate=rate,
-    )
+    result = {"model": model, "tool": tool, "targets": targets, "record": record, "tool_p": tool_p, "rate": rate}
+    result.update(error=error, final=final, plans=mpc.plans, t=record.t, q=record.q)
+    return result
 
 
 def summary(result):
