@@ -2,9 +2,11 @@
 within 5 mm without leaving its torque and joint limits, and the same check fails with a controller whose
 model has every mass three times the plant's (so it catches a broken controller)."""
 
+import runpy
+
 import numpy as np
 import pytest
-from sim_robots import load_arm
+from sim_robots import EXAMPLES, load_arm
 
 import casrbd
 from casrbd.ocp.mpc import MPC, reaching_horizon
@@ -38,3 +40,15 @@ def test_a_wrong_model_in_the_controller_fails_the_check():
     model, _, tool = load_arm()
     error, _ = reach(scaled_masses(model, 3.0), model, tool)
     assert error > BOUND
+
+
+def test_the_example_runs_and_writes_its_plots_and_replay(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    load_arm()  # puts examples/ on the path
+    main = runpy.run_path(str(EXAMPLES / "mpc_panda.py"), run_name="mpc_panda")["main"]
+    plot, html = tmp_path / "mpc.png", tmp_path / "mpc.html"
+    main(["--no-compiled", "--rate", "50", "--hold", "0.2", "--nodes", "4", "--plot", str(plot), "--html", str(html)])
+    assert "update CPU time" in capsys.readouterr().out
+    for path in (plot, tmp_path / "mpc_cpu.png"):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<canvas" in html.read_text()
