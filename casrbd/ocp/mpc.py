@@ -60,6 +60,7 @@ class Horizon:
             cost, gaps = cost + c, gaps + [xs[k + 1] - x_next]
         w = ca.vertcat(*[v for k in range(nodes) for v in (xs[k], us[k])], xs[-1])
         nlp = {"x": w, "p": ca.vertcat(x0, p), "f": cost, "g": ca.vertcat(*gaps)}
+        options.setdefault("bound_relax_factor", 0.0)  # IPOPT's default relaxes the bounds by 1e-8
         cold = solver_options(expand=expand, **options)
         warm = solver_options(expand=expand, warm_start=True, **options, max_iter=max_iter)
         self._cold, self._warm = (ca.nlpsol("horizon", "ipopt", nlp, o) for o in (cold, warm))

@@ -31,7 +31,7 @@ def test_mpc_reaches_the_target_within_the_limits():
     model, _, tool = load_arm()
     error, record = reach(model, model, tool)
     assert error < BOUND
-    assert np.all(np.abs(record.tau) <= model.effort_limit * (1 + 1e-6))
+    assert np.all(np.abs(record.tau) <= model.effort_limit)
     assert np.all((record.q >= model.lower) & (record.q <= model.upper))
     assert len(record.update_cpu) == 50
 
