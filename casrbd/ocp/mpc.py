@@ -47,7 +47,12 @@ class Horizon:
     def __init__(self, stage, terminal, nodes, x_bounds, u_bounds, parameters, max_iter=1, expand=False, **options):
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
+        for f, name in ((stage, "stage"), (terminal, "terminal")):
+            if f.n_in() != 3 or f.n_out() != 2:
+                raise ValueError(f"{name} Function {f.name()!r}: expected (x, u, p) -> (cost, x_next)")
         nx, nu, n_p = stage.numel_in(0), stage.numel_in(1), stage.numel_in(2)
+        if terminal.numel_in(0) != nx or terminal.numel_in(1) != 0 or terminal.numel_in(2) != n_p:
+            raise ValueError(f"terminal Function {terminal.name()!r}: expected inputs x ({nx}), u (0), p ({n_p})")
         self.nodes, self.nx, self.nu, self.parameters = nodes, nx, nu, np.asarray(parameters, dtype=float)
         if self.parameters.shape != (n_p,):
             raise ValueError(f"parameters: expected shape ({n_p},), got {self.parameters.shape}")
@@ -72,8 +77,14 @@ class Horizon:
         self._last = None
 
     def _rows(self, x_bounds, u_bounds):
-        xb, ub = np.broadcast_to(x_bounds, (2, self.nx)), np.broadcast_to(u_bounds, (2, self.nu))
-        return np.c_[xb, ub]
+        """[lower_x lower_u], [upper_x upper_u] of (lower, upper) pairs of numbers or nx, nu each."""
+        out = []
+        for name, bounds, n in (("x_bounds", x_bounds, self.nx), ("u_bounds", u_bounds, self.nu)):
+            try:
+                out.append(np.broadcast_to(np.asarray(bounds, dtype=float), (2, n)))
+            except ValueError:
+                raise ValueError(f"{name}: expected (lower, upper) of {n} numbers each, got {bounds!r}") from None
+        return np.c_[out[0], out[1]]
 
     def _nodes_to_vector(self, rows):
         """[x_0 u_0 ... x_N-1 u_N-1 x_N] from nodes + 1 rows [x_k u_k] (the last row's u dropped)."""
@@ -189,7 +200,8 @@ def reaching_horizon(
     torques; running cost (w_p |p_tool - target|^2 + w_v |v|^2 + w_u |(tau - g(q)) / effort|^2) dt, terminal
     cost w_pN |p_tool - target|^2 + w_vN |v|^2, ``weights`` = (w_p, w_v, w_u, w_pN, w_vN); g(q) the gravity
     torques, so holding the arm still costs nothing. Gauss-Newton stages (``gauss_newton_stage``);
-    ``compiled``: a library name, to compile them (``compile_stages`` with ``flags``). Hard bounds: the
+    ``compiled``: a library name, to compile them (``compile_stages`` with ``flags``) and solve the NLP as SX
+    (``expand``; uncompiled, the NLP stays MX, which builds in a second). Hard bounds: the
     model's position, velocity and effort limits (infinite where it has none). ``options``: ``Horizon``'s."""
     if model.nq != model.nv:
         raise ValueError(f"model {model.name!r}: reaching_horizon takes a fixed-base arm (nq = nv)")
