@@ -140,8 +140,9 @@ class Horizon:
 
 
 class FeedbackLaw(NamedTuple):
-    """u + kp (q_ref(t) - q) + kd (v_ref(t) - v), [q_ref; v_ref] going from ``x_from`` at ``t0`` to ``x_to``
-    at ``t0 + dt`` (then held): the first interval of a plan, with joint PD gains around it."""
+    """u + kp (q_ref(t) - q)[iq] + kd (v_ref(t) - v)[iv], [q_ref; v_ref] going from ``x_from`` at ``t0`` to
+    ``x_to`` at ``t0 + dt`` (then held): the first interval of a plan, with PD gains around it on the
+    actuated joints (``iq``, ``iv``: their coordinates and velocities, of one dof each; default all)."""
 
     t0: float
     dt: float
@@ -150,26 +151,29 @@ class FeedbackLaw(NamedTuple):
     x_to: np.ndarray
     kp: np.ndarray
     kd: np.ndarray
+    iq: object = slice(None)
+    iv: object = slice(None)
 
     def __call__(self, t, q, v):
         s = min(max((t - self.t0) / self.dt, 0.0), 1.0)
         x_ref = (1 - s) * self.x_from + s * self.x_to
-        n = len(q)
-        return self.u + self.kp * (x_ref[:n] - q) + self.kd * (x_ref[n:] - v)
+        q_ref, v_ref = x_ref[: len(q)], x_ref[len(q) :]
+        return self.u + self.kp * (q_ref - q)[self.iq] + self.kd * (v_ref - v)[self.iv]
 
 
 class MPC:
     """A receding-horizon controller ``mpc(t, q, v)`` of a ``Horizon`` (or any object with ``solve(x0)``
     returning a ``Plan``, ``shift(fraction)`` and ``reset()``) whose state is [q; v] and intervals ``dt``
     long. Answers the plan's first control (held), or a ``FeedbackLaw`` with joint gains ``kp``, ``kd``
-    (numbers or one per joint). Keeps every ``Plan`` in ``plans``."""
+    (numbers or one per joint) on the ``joints`` (q indices, v indices) of the controls (default all).
+    Keeps every ``Plan`` in ``plans``."""
 
-    def __init__(self, horizon, dt, kp=None, kd=None):
+    def __init__(self, horizon, dt, kp=None, kd=None, joints=(slice(None), slice(None))):
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt!r}")
         if (kp is None) != (kd is None):
             raise ValueError("give both kp and kd, or neither")
-        self.horizon, self.dt, self.kp, self.kd = horizon, dt, kp, kd
+        self.horizon, self.dt, self.kp, self.kd, self.joints = horizon, dt, kp, kd, joints
         self.plans, self._t = [], None
 
     def __call__(self, t, q, v):
@@ -181,7 +185,7 @@ class MPC:
         self.plans.append(plan)
         if self.kp is None:
             return plan.us[0]
-        return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], self.kp, self.kd)
+        return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], self.kp, self.kd, *self.joints)
 
 
 def reaching_horizon(

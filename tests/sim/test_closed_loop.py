@@ -6,7 +6,7 @@ import runpy
 
 import numpy as np
 import pytest
-from sim_robots import EXAMPLES, load_arm
+from sim_robots import EXAMPLES, load, load_arm
 
 import casrbd
 from casrbd.ocp.mpc import MPC, reaching_horizon
@@ -52,3 +52,14 @@ def test_the_example_runs_and_writes_its_plots_and_replay(tmp_path, capsys):
     for path in (plot, tmp_path / "mpc_cpu.png"):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<canvas" in html.read_text()
+
+
+@pytest.mark.slow
+def test_solo12_stands_under_the_contact_dynamics_mpc(capsys):
+    load("solo12")  # skips without example-robot-data
+    load_arm()  # puts examples/ on the path
+    example = runpy.run_path(str(EXAMPLES / "mpc_solo12.py"), run_name="mpc_solo12")
+    result = example["run"](duration=0.7)  # the first push at 0.5 s
+    q, q0 = result["record"].q, result["q0"]
+    assert abs(q[-1, 2] - q0[2]) < 0.01 and np.linalg.norm(q[-1, :2] - q0[:2]) < 0.05
+    assert np.abs(result["record"].tau).max() <= example["TORQUE"]
