@@ -3,11 +3,11 @@
 ``Horizon`` is the problem over ``nodes`` intervals, built once from stage
 Functions (x, u, p) -> (cost, x_next) (``gauss_newton_stage``, compiled or not
 by ``compile_stages``): the measured state x0 and the stage parameters p are
-parameters of one casadi ``nlpsol`` (IPOPT); bounds on x and u are hard
-bounds of the decision variables, which IPOPT's iterates never leave. After a
-first solve to convergence, each ``solve`` starts from the last solution and
-its multipliers, shifted in time (``shift``), and stops after ``max_iter``
-iterations: a fixed budget, as real-time iteration does.
+parameters of one casadi ``nlpsol`` (IPOPT, or fatrop); bounds on x and u are
+hard bounds of the decision variables, which the interior-point iterates never
+leave. After a first solve to convergence, each ``solve`` starts from the last
+solution (and, with IPOPT, its multipliers), shifted in time (``shift``), and
+stops after ``max_iter`` iterations: a fixed budget, as real-time iteration does.
 
 ``MPC`` is a controller for ``casrbd.sim.Plant``: at each update it shifts the
 horizon by the time since the last, solves it from the measured state and
@@ -42,9 +42,23 @@ class Horizon:
     x_0 = x0, x_k+1 = stage(x_k, u_k, p)[x_next], ``x_bounds`` (lower, upper) on x_1..x_N and ``u_bounds``
     on every u_k. ``parameters``: the p of every stage (an attribute: change it between solves).
     ``max_iter``: the iteration budget of a warm-started solve; ``expand``: the NLP as SX (``solver_options``:
-    quicker solves of compiled stages, a slower build); ``options``: IPOPT's own, for both solves."""
+    quicker solves of compiled stages, a slower build); ``solver``: "ipopt" (warm-started from the last
+    solution and its multipliers) or "fatrop" (from the last solution only: casadi passes fatrop no
+    multipliers; it takes the stage structure); ``options``: the solver's own, for both solves."""
 
-    def __init__(self, stage, terminal, nodes, x_bounds, u_bounds, parameters, max_iter=1, expand=False, **options):
+    def __init__(
+        self,
+        stage,
+        terminal,
+        nodes,
+        x_bounds,
+        u_bounds,
+        parameters,
+        max_iter=1,
+        expand=False,
+        solver="ipopt",
+        **options,
+    ):
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
         for f, name in ((stage, "stage"), (terminal, "terminal")):
@@ -65,10 +79,17 @@ class Horizon:
             cost, gaps = cost + c, gaps + [xs[k + 1] - x_next]
         w = ca.vertcat(*[v for k in range(nodes) for v in (xs[k], us[k])], xs[-1])
         nlp = {"x": w, "p": ca.vertcat(x0, p), "f": cost, "g": ca.vertcat(*gaps)}
-        options.setdefault("bound_relax_factor", 0.0)  # IPOPT's default relaxes the bounds by 1e-8
-        cold = solver_options(expand=expand, **options)
-        warm = solver_options(expand=expand, warm_start=True, **options, max_iter=max_iter)
-        self._cold, self._warm = (ca.nlpsol("horizon", "ipopt", nlp, o) for o in (cold, warm))
+        if solver == "ipopt":
+            options.setdefault("bound_relax_factor", 0.0)  # IPOPT's default relaxes the bounds by 1e-8
+            cold = solver_options(expand=expand, **options)
+            warm = solver_options(expand=expand, warm_start=True, **options, max_iter=max_iter)
+        elif solver == "fatrop":  # the stages' structure: every g an equality
+            cold = solver_options(solver="fatrop", expand=expand, **options) | {"equality": [True] * nlp["g"].numel()}
+            warm = cold | {"fatrop.max_iter": max_iter, "fatrop.mu_init": 1e-6}
+        else:
+            raise ValueError(f"solver must be 'ipopt' or 'fatrop', got {solver!r}")
+        self.solver = solver
+        self._cold, self._warm = (ca.nlpsol("horizon", solver, nlp, o) for o in (cold, warm))
         lower, upper = (
             self._nodes_to_vector(np.broadcast_to(b, (self.nodes + 1, nx + nu))) for b in self._rows(x_bounds, u_bounds)
         )
@@ -213,19 +234,19 @@ def reaching_horizon(
     n = model.nv
     effort = np.where(np.isfinite(model.effort_limit) & (model.effort_limit > 0), model.effort_limit, 1.0)
     w_p, w_v, w_u, w_pN, w_vN = weights
-    x, u, target_sym = ca.SX.sym("x", 2 * n), ca.SX.sym("u", n), ca.SX.sym("p", 3)
-    fd, place = function(model, "aba"), function(model, "frame_placement", frame=tool)
+    fd, place = function(model, "aba", jacobian="analytical"), function(model, "frame_placement", frame=tool)
     gravity = function(model, "generalized_gravity")
-    x_next = rk4(forward_dynamics_ode(model, fd), x, u, dt)
-    y = ca.vertcat(place(x[:n])[:3, 3], gravity(x[:n]))
-    inner = ca.Function("reach_inner", [x, u], [x_next, y])
+    X, U = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)  # MX: the RK4 step's Jacobian through aba's analytical one
+    y = ca.vertcat(place(X[:n])[:3, 3], gravity(X[:n]))
+    inner = ca.Function("reach_inner", [X, U], [rk4(forward_dynamics_ode(model, fd), X, U, dt), y])
+    x, u, target_sym = ca.SX.sym("x", 2 * n), ca.SX.sym("u", n), ca.SX.sym("p", 3)
     y_sym = ca.SX.sym("y", 3 + n)
     running = (
         w_p * ca.sumsqr(y_sym[:3] - target_sym) + w_v * ca.sumsqr(x[n:]) + w_u * ca.sumsqr((u - y_sym[3:]) / effort)
     ) * dt
     cost = ca.Function("reach_cost", [x, u, target_sym, y_sym], [running])
     u0, y_end = ca.SX(0, 1), ca.SX.sym("y", 3)
-    inner_end = ca.Function("reach_end_inner", [x, u0], [x, place(x[:n])[:3, 3]])
+    inner_end = ca.Function("reach_end_inner", [X, ca.MX.sym("u", 0)], [X, place(X[:n])[:3, 3]])
     end = w_pN * ca.sumsqr(y_end - target_sym) + w_vN * ca.sumsqr(x[n:])
     cost_end = ca.Function("reach_end_cost", [x, u0, target_sym, y_end], [end])
     stages = [gauss_newton_stage("reach", cost, inner), gauss_newton_stage("reach_end", cost_end, inner_end)]

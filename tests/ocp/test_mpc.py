@@ -47,19 +47,30 @@ def lq_solution(x0, goal):
     return np.array([w[i : i + 2] for i in xi]), np.array([w[i + 2] for i in xi[:-1]])[:, None]
 
 
-def horizon(u_bound=np.inf, max_iter=1):
+def horizon(u_bound=np.inf, max_iter=1, solver="ipopt"):
     stage, terminal = double_integrator()
     bounds = [[-np.inf, -np.inf], [np.inf, np.inf]]
-    return Horizon(stage, terminal, NODES, bounds, [[-u_bound], [u_bound]], [1.0], max_iter=max_iter, tol=1e-12)
+    u_bounds = [[-u_bound], [u_bound]]
+    return Horizon(stage, terminal, NODES, bounds, u_bounds, [1.0], max_iter=max_iter, solver=solver, tol=1e-10)
 
 
-def test_cold_solve_is_the_lq_solution():
+@pytest.mark.parametrize("solver", ["ipopt", "fatrop"])
+def test_cold_solve_is_the_lq_solution(solver):
     x0 = np.array([0.2, -0.3])
-    plan = horizon().solve(x0)
+    plan = horizon(solver=solver).solve(x0)
     xs, us = lq_solution(x0, 1.0)
-    np.testing.assert_allclose(plan.xs, xs, atol=1e-8)
-    np.testing.assert_allclose(plan.us, us, atol=1e-8)
-    assert plan.status == "Solve_Succeeded"
+    np.testing.assert_allclose(plan.xs, xs, atol=1e-7)
+    np.testing.assert_allclose(plan.us, us, atol=1e-7)
+
+
+def test_bad_arguments_are_named():
+    stage, terminal = double_integrator()
+    with pytest.raises(ValueError, match="solver must be"):
+        Horizon(stage, terminal, NODES, [-1, 1], [-1, 1], [1.0], solver="snopt")
+    with pytest.raises(ValueError, match="u_bounds: expected"):
+        Horizon(stage, terminal, NODES, [-1, 1], [[-1, -1], [1, 1]], [1.0])
+    with pytest.raises(ValueError, match="terminal Function 'stage'"):
+        Horizon(stage, stage, NODES, [-1, 1], [-1, 1], [1.0])
 
 
 def test_controls_stay_within_their_bounds():
