@@ -7,8 +7,8 @@ feet in rigid contact (Baumgarte damping), a cost pulling the state to the
 standing posture, the torques to the standing ones and the contact forces
 into their friction pyramids (a quadratic barrier), torques bounded
 (``TORQUE``, solo12's motors), solved with ``ocp.mpc.Horizon`` (one warm-started
-IPOPT iteration per update) and applied with a joint PD around the plan
-between updates. Two pushes hit the base.
+IPOPT iteration per update; the stages compiled to C unless ``--no-compiled``) and
+applied with a joint PD around the plan between updates. Two pushes hit the base.
 
     python examples/mpc_solo12.py --plot mpc_solo12.png --html mpc_solo12.html
 """
@@ -20,7 +20,7 @@ import common
 import numpy as np
 
 import casrbd
-from casrbd.ocp import gauss_newton_stage
+from casrbd.ocp import compile_stages, gauss_newton_stage
 from casrbd.ocp.mpc import MPC, Horizon
 from casrbd.sim import Plant, Push
 
@@ -42,7 +42,7 @@ def standing(model):
     return q, tau_lam[:12]
 
 
-def balance_horizon(model, q_ref, u_ref, nodes, dt):
+def balance_horizon(model, q_ref, u_ref, nodes, dt, compiled):
     nq, nv = model.nq, model.nv
     x, u = ca.MX.sym("x", nq + nv), ca.MX.sym("u", 12)
     q, v = x[:nq], x[nq:]
@@ -64,15 +64,17 @@ def balance_horizon(model, q_ref, u_ref, nodes, dt):
     end = 10 * (0.5 * ca.sumsqr(np.sqrt(W_Q) * y_end) + 0.5 * ca.sumsqr(xs[nq:]))
     cost_end = ca.Function("solo_end_cost", [xs, ca.SX.sym("u", 0), p, y_end], [end])
     stages = [gauss_newton_stage("solo", cost, inner), gauss_newton_stage("solo_end", cost_end, inner_end)]
+    if compiled:  # then solved as SX around the C
+        stages = compile_stages(stages, "solo_balance")
     x_bounds = [np.r_[model.lower, [-np.inf] * nv], np.r_[model.upper, [np.inf] * nv]]
-    return Horizon(*stages, nodes, x_bounds, [[-TORQUE] * 12, [TORQUE] * 12], np.zeros(0))
+    return Horizon(*stages, nodes, x_bounds, [[-TORQUE] * 12, [TORQUE] * 12], np.zeros(0), expand=compiled)
 
 
-def run(rate=100, nodes=8, dt=0.02, duration=2.5, kp=3.0, kd=0.1):
+def run(rate=100, nodes=8, dt=0.02, duration=2.5, kp=3.0, kd=0.1, compiled=True):
     """The closed loop: a dict with the model, the plant's ``record`` and the plans."""
     model = casrbd.load_robot("solo12")
     q0, u0 = standing(model)
-    mpc = MPC(balance_horizon(model, q0, u0, nodes, dt), dt, kp, kd, (slice(7, None), slice(6, None)))
+    mpc = MPC(balance_horizon(model, q0, u0, nodes, dt, compiled), dt, kp, kd, (slice(7, None), slice(6, None)))
     plant = Plant(model, feet=FEET, foot_radius=RADIUS, ground=True)
     record = plant.run(mpc, duration, rate, q0, pushes=PUSHES)
     return {"model": model, "q0": q0, "record": record, "plans": mpc.plans, "t": record.t, "q": record.q, "rate": rate}
@@ -105,10 +107,11 @@ def main(argv=None):
     p.add_argument("--rate", type=int, default=100, help="controller updates per second (default 100)")
     p.add_argument("--nodes", type=int, default=8, help="horizon intervals of 20 ms (default 8)")
     p.add_argument("--duration", type=float, default=2.5, help="simulated seconds (default 2.5)")
+    p.add_argument("--compiled", action=argparse.BooleanOptionalAction, default=True, help="stages as C")
     p.add_argument("--plot", metavar="PATH.png", help="write the base position, foot forces and torques")
     p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation")
     args = p.parse_args(argv)
-    result = run(args.rate, args.nodes, duration=args.duration)
+    result = run(args.rate, args.nodes, duration=args.duration, compiled=args.compiled)
     print("\n".join(summary(result)))
     if args.plot:
         plot(result, args.plot)
