@@ -129,6 +129,7 @@ def element_tree(text, where, error):
     parser.StartDoctypeDeclHandler = parser.EntityDeclHandler = refuse
     parser.StartElementHandler = builder.start
     parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
     try:
         parser.Parse(text, True)
     except expat.ExpatError as e:
