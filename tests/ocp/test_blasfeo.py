@@ -65,7 +65,7 @@ def untouched(directory, target, before):
     assert not list(directory.glob(".blasfeo-*"))
 
 
-def test_install_and_restore(casadi, tmp_path, monkeypatch):
+def test_install_and_restore(casadi, tmp_path, monkeypatch, capsys):
     casadi, target = casadi
     backup = target.with_name(target.name + blasfeo.WHEEL)
     record = backup.with_name(backup.name + blasfeo.RECORDED)
@@ -91,7 +91,9 @@ def test_install_and_restore(casadi, tmp_path, monkeypatch):
         (tmp_path / "link.so").symlink_to(stub)
 
     monkeypatch.setattr(blasfeo, "_check", check_then_swap)
-    assert blasfeo.install("link.so", casadi) == target
+    monkeypatch.setattr(blasfeo, "casadi_dir", lambda: casadi)  # the command line's casadi: the copy
+    assert main(["blasfeo", "--install", "link.so"]) == 0
+    assert f"installed link.so as {target}" in capsys.readouterr().out
     monkeypatch.setattr(blasfeo, "_check", check)
     assert target.read_bytes() == other_bytes and not target.is_symlink()
     assert backup.read_bytes() == wheel_bytes
@@ -103,7 +105,8 @@ def test_install_and_restore(casadi, tmp_path, monkeypatch):
         blasfeo.install(stub, casadi)
     assert target.read_bytes() == other_bytes and backup.read_bytes() == wheel_bytes
     assert not list(casadi.glob(".blasfeo-*"))
-    assert blasfeo.restore(casadi) == target
+    assert main(["blasfeo", "--restore"]) == 0
+    assert f"restored the wheel's blasfeo: {target}" in capsys.readouterr().out
     assert target.read_bytes() == wheel_bytes
     assert not backup.exists() and not record.exists() and blasfeo.status(casadi)[3]
     with pytest.raises(ValueError, match="its blasfeo is the wheel's"):
@@ -116,8 +119,10 @@ def test_refusals(casadi, tmp_path, monkeypatch):
     needed = sorted(blasfeo.needed_symbols(casadi))
     os.mkfifo(tmp_path / "fifo.so")  # opened for reading, it would block until a writer comes
     (tmp_path / "empty.so").write_bytes(b"")
+    (tmp_path / "loop.so").symlink_to(tmp_path / "loop.so")
     refused = [
         (tmp_path / "missing.so", "cannot be read"),
+        (tmp_path / "loop.so", "cannot be read"),
         (tmp_path / "fifo.so", r"is not a regular file \(mode p"),
         (tmp_path, r"is not a regular file \(mode d"),
         ("/dev/null", r"is not a regular file \(mode c"),
