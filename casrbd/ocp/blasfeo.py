@@ -12,11 +12,11 @@ refused) and copies that file into casadi's folder; the copy is what it checks a
 It refuses a library that does not load, lacks a blasfeo symbol casadi's libraries import or defines
 one as data, or whose machine code uses an instruction this CPU lacks (read from the code by
 ``objdump``, not from what the library says of itself: blasfeo's own string names no AVX-512). A stub
-that passes these (empty functions, wrong signatures) fails the last check: after replacing the
-library, a tiny fatrop solve (about a second) in a fresh process must load it and agree with the
-least-norm solution numpy computes; otherwise, or if it crashes, the previous library is put back. The
-wheel's library is kept beside it once, with its SHA-256 (checked against the wheel's RECORD where the
-installation has one); ``restore`` puts it back only when it still hashes to that.
+that passes these (empty functions, wrong signatures) is caught by the last check: with the library in
+place, a tiny fatrop solve (cheap beside the install) in a fresh process must load that very file and
+agree with numpy's least-norm solution; otherwise, or if it crashes, the previous library is put back.
+The wheel's library is kept beside it once, with its SHA-256 (checked against the wheel's RECORD where
+the installation has one); ``restore`` puts it back only when it still hashes to that.
 Command line: ``casrbd blasfeo [--install LIB | --restore]``.
 """
 
@@ -40,7 +40,7 @@ from ..cache import sha256
 
 WHEEL = ".wheel"  # suffix of the wheel's own library, kept by install for restore
 RECORDED = ".sha256"  # suffix of the file beside it holding its SHA-256, written when it was kept
-SOLVE_SECONDS = 60  # the check solve takes about a second; a library that hangs fatrop is refused
+SOLVE_SECONDS = 60  # far beyond what the check solve takes: a library that hangs fatrop is refused
 # /proc/cpuinfo's names of the instruction-set extensions a library may need -> blasfeo's (and ours)
 CPU_NAMES = {
     "avx": "AVX",
