@@ -5,13 +5,15 @@ work of a compiled RNEA, so compiled code is timed from C: ``time_c``
 generates the Function's C file, compiles it to an object (the gcc time
 reported), links it with a small driver that reads the inputs from a file,
 calibrates the number of calls per batch to about ``batch_seconds``, and
-prints the time per call of each of ``repeat`` batches. Objects are cached
-by hash like ``casrbd.codegen``'s libraries, with the seconds gcc took to
-build them and its peak memory, so a resumed benchmark still reports them.
+prints the time per call of each of ``repeat`` batches. The generated C, its
+object and the linked driver are one entry of ``casrbd.cache`` (kind
+"benchmark", listed and pruned by ``casrbd cache``), keyed by a hash like
+``casrbd.codegen``'s libraries and recording the seconds gcc took to build the
+object and its peak memory, so a resumed benchmark still reports them; an
+entry that fails its checks is rebuilt with a ``CacheWarning``.
 """
 
 import hashlib
-import json
 import subprocess
 import sys
 import tempfile
@@ -22,7 +24,8 @@ from typing import NamedTuple
 import casadi as ca
 import numpy as np
 
-from casrbd import codegen
+from casrbd import cache, codegen
+from casrbd.codegen.library import BENCHMARKS
 
 DRIVER = r"""
 #include <stdio.h>
@@ -102,63 +105,68 @@ PEAK = (
 )
 
 
-def compile_object(fun, flags=codegen.DEFAULT_FLAGS, build=None):
-    """The Function's generated C compiled to ``NAME.o``; (directory, gcc seconds, gcc peak MiB, cached)."""
+# how the driver is compiled and linked with the object (in the key: another way rebuilds)
+DRIVER_FLAGS = ("-O2",)
+LINK = ("-lm",)
+
+
+def _complete(entry):
+    """The entry, once it holds the driver and gcc's measurements (else a BadEntry: rebuilt)."""
+    measured = all(isinstance(entry.info.get(k), (int, float)) for k in ("seconds", "peak_mib"))
+    if "driver" not in entry.hashes or not measured:
+        raise cache.BadEntry(entry.path / cache.MANIFEST, "is not a whole benchmark build (driver, gcc's measurements)")
+    return entry
+
+
+def compile_object(fun, flags=codegen.DEFAULT_FLAGS):
+    """The Function's generated C compiled to ``NAME.o`` and linked with the driver into ``driver``, in an
+    entry of the store; (entry directory, gcc seconds, gcc peak MiB, cached)."""
     name = fun.name()
     compiler = codegen.find_compiler()
-    parts = [codegen.CACHE_LAYOUT, ca.__version__, compiler, *flags, fun.serialize()]  # the layout: the C as written
-    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
-    build = Path(build or codegen.cache_dir() / "bench" / f"{name}-{key}")
-    obj = build / f"{name}.o"
-    record = build / "gcc.json"
-    if obj.exists() and record.exists():
-        measured = json.loads(record.read_text())
-        return build, measured["seconds"], measured["peak_mib"], True
-    source, _ = codegen.generate([fun], build, name)
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=build) as tmp:
-        partial = Path(tmp) / obj.name
-        cmd = [sys.executable, "-c", PEAK, compiler, *flags, "-c", str(source), "-o", str(partial)]
+    # the layout (the C as written), the driver and how it is linked, the Function
+    parts = [codegen.CACHE_LAYOUT, ca.__version__, compiler, *flags, DRIVER, *DRIVER_FLAGS, *LINK, fun.serialize()]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    entry = cache.load(BENCHMARKS, name, key, _complete)
+    if entry is not None:
+        return entry.path, entry.info["seconds"], entry.info["peak_mib"], True
+    build = cache.begin(BENCHMARKS, name, key)
+    try:
+        directory = build.directory
+        source, _ = codegen.generate([fun], directory, name)
+        obj = directory / f"{name}.o"
+        start = time.perf_counter()
+        cmd = [sys.executable, "-c", PEAK, compiler, *flags, "-c", str(source), "-o", str(obj)]
         peak_kb = int(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()[-1])
         seconds = time.perf_counter() - start
-        partial.replace(obj)
-    record.write_text(json.dumps({"seconds": seconds, "peak_mib": peak_kb / 1024}))
-    return build, seconds, peak_kb / 1024, False
+        driver = directory / "driver.c"
+        driver.write_text(DRIVER.replace("NAME", name).replace("FUN", name))
+        link = [compiler, *DRIVER_FLAGS, "-I", str(directory), str(driver), str(obj), "-o", str(directory / "driver")]
+        subprocess.run([*link, *LINK], check=True)
+        entry = build.commit({"seconds": seconds, "peak_mib": peak_kb / 1024})
+    finally:
+        if build.persistent:
+            build.abandon()  # a no-op once committed
+    return entry.path, seconds, peak_kb / 1024, False
 
 
 def time_c(fun, inputs, flags=codegen.DEFAULT_FLAGS, repeat=15, batch_seconds=0.02):
     """Time one call of the compiled Function on numeric ``inputs`` (dense, one per Function input)."""
-    build, gcc_seconds, gcc_peak_mib, cached = compile_object(fun, flags)
-    name = fun.name()
-    exe = build / "driver"
-    if not exe.exists():
-        driver = build / "driver.c"
-        driver.write_text(DRIVER.replace("NAME", name).replace("FUN", name))
-        subprocess.run(
-            [
-                codegen.find_compiler(),
-                "-O2",
-                "-I",
-                str(build),
-                str(driver),
-                str(build / f"{name}.o"),
-                "-o",
-                str(exe),
-                "-lm",
-            ],
-            check=True,
-        )
-    data = build / "inputs.bin"
     values = [
         np.asarray(ca.DM(x).nonzeros() if isinstance(x, ca.DM) else np.ravel(x, order="F"), dtype=float) for x in inputs
     ]
     for i, x in enumerate(values):
         if x.size != fun.nnz_in(i):
             raise ValueError(f"time_c: input {fun.name_in(i)!r} has {x.size} entries, expected {fun.nnz_in(i)}")
-    np.concatenate(values).astype("<f8").tofile(data)
-    out = subprocess.run(
-        [str(exe), str(data), str(repeat), str(batch_seconds)], check=True, capture_output=True, text=True
-    ).stdout.splitlines()
+    build, gcc_seconds, gcc_peak_mib, cached = compile_object(fun, flags)
+    with tempfile.TemporaryDirectory(prefix="casrbd-bench-") as tmp:  # the entry is never written after commit
+        data = Path(tmp) / "inputs.bin"
+        np.concatenate(values).astype("<f8").tofile(data)
+        out = subprocess.run(
+            [str(build / "driver"), str(data), str(repeat), str(batch_seconds)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
     t_min, t_med, calls, _ = out[0].split()
     outputs = [np.array(line.split(), dtype=float) for line in out[1:]]
     return Timing(float(t_min), float(t_med), int(calls), gcc_seconds, gcc_peak_mib, cached, outputs)

@@ -19,8 +19,9 @@ until cleared; those of layouts before ``casrbd.cache`` are not casrbd's
 entries any more (remove them by hand).
 ``casrbd blasfeo``: which instruction set the blasfeo behind casadi's fatrop was
 built for (casadi's wheels: any x86-64); ``--install LIB`` puts a blasfeo built
-for this CPU in its place (checked, the wheel's kept), ``--restore`` the wheel's
-(``casrbd.ocp.blasfeo``).
+for this CPU in its place (checked, then rolled back unless fatrop solves a tiny
+problem with it; the wheel's kept), ``--restore`` the wheel's, checked by its
+SHA-256 (``casrbd.ocp.blasfeo``).
 ROBOT is a URDF or MJCF path, a model shipped with the package (default
 ``arm7``) or an example-robot-data robot name (``casrbd.models.EXAMPLE_ROBOTS``:
 every name ``example_robot_data.load`` takes).
@@ -236,7 +237,8 @@ def blasfeo_command(args):
     if args.install and args.restore:
         raise ValueError("--install and --restore: give one")
     if args.install:
-        print(f"installed {args.install} as {blasfeo.install(args.install)} (the wheel's kept beside it)")
+        path = blasfeo.install(args.install)
+        print(f"installed {args.install} as {path} (fatrop solved a check problem with it; the wheel's kept beside it)")
     elif args.restore:
         print(f"restored the wheel's blasfeo: {blasfeo.restore()}")
     path, built, cpu, wheel = blasfeo.status()

@@ -11,9 +11,9 @@ Headers, libraries and compile definitions are found through the installed distr
 Pinocchio's headers, libraries and the CMake export that lists its definitions, ``cmeel-eigen`` and
 ``cmeel-urdfdom-headers`` (neither is a dependency of ``pin``: ``pip install cmeel-eigen
 cmeel-urdfdom-headers``), ``cmeel-boost`` and ``cmeel-urdfdom``. README.md explains the flags (the
-ABI guard that -march=native needs) and the tensor layout. Executables are cached under
-``casrbd.codegen.cache_dir() / "pinocchio_cpp"``, keyed by a hash of the source, the command,
-the compiler and the versions of the wheels.
+ABI guard that -march=native needs) and the tensor layout. The program is an entry of ``casrbd.cache``
+(kind "benchmark", listed and pruned by ``casrbd cache``), keyed by a hash of the source, the command,
+the compiler and the versions of the wheels; one that fails its checks is rebuilt with a ``CacheWarning``.
 """
 
 import hashlib
@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from casrbd import codegen
+from casrbd import cache
+from casrbd.codegen.library import BENCHMARKS
 from casrbd.models import robot_path
 
 SOURCE = Path(__file__).resolve().parent / "timing.cpp"
@@ -43,6 +44,7 @@ WHEELS = PINOCCHIO + ("cmeel-eigen", "cmeel-boost", "cmeel-urdfdom", "cmeel-urdf
 # switches on the geometry layer only, whose headers need coal's own definitions
 DROPPED_DEFINES = ("PINOCCHIO_WITH_COLLISION", "PINOCCHIO_WITH_HPP_FCL")
 TENSORS = ("d2tau_dqdq", "d2tau_dvdv", "d2tau_dqdv", "d2tau_dadq")
+PROGRAM = "pin_timing"  # the program's name, in its entry and as the entry's stem
 
 
 class Unavailable(RuntimeError):
@@ -124,45 +126,48 @@ def _versions():
     return out
 
 
-def _executable(cache, compiler):
-    """(path of the program for the installed wheels, its compile command with "@OUT@" as output)."""
-    cache = Path(cache or codegen.cache_dir() / "pinocchio_cpp")
+def _key(compiler):
+    """(the store's key of the program for the installed wheels, its compile command with "@OUT@" as output)."""
     cmd = compile_command("@OUT@", compiler)
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
     key = json.dumps([cmd, version, _versions(), os.uname().machine, SOURCE.read_text()])
-    return cache / f"pin_timing-{hashlib.sha256(key.encode()).hexdigest()[:16]}", cmd
+    return hashlib.sha256(key.encode()).hexdigest(), cmd
 
 
-def build(cache=None, compiler="g++", verbose=False):
-    """The path of the compiled program, built if it is not in the cache (a single translation unit:
+def _program(entry):
+    return entry.file(PROGRAM)  # a BadEntry where the entry holds no program: rebuilt
+
+
+def build(compiler="g++", verbose=False):
+    """The path of the compiled program, built if it is not in the store (a single translation unit:
     about 2.5 min of one core and 4.3 GB of memory)."""
-    exe, cmd = _executable(cache, compiler)
-    if exe.exists():
+    key, cmd = _key(compiler)
+    exe = cache.load(BENCHMARKS, PROGRAM, key, _program)
+    if exe is not None:
         return exe
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(prefix=exe.name + ".", dir=exe.parent)
-    os.close(fd)
-    cmd = [partial if c == "@OUT@" else c for c in cmd]
-    if verbose:
-        print(shlex.join(cmd), flush=True)
-    start = time.perf_counter()
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode:
-        os.unlink(partial)
-        raise RuntimeError(f"compiling {SOURCE.name} failed:\n{shlex.join(cmd)}\n{result.stderr[-8000:]}")
-    os.replace(partial, exe)
-    record = {"command": cmd, "seconds": time.perf_counter() - start, "versions": _versions()}
-    exe.with_name(exe.name + ".json").write_text(json.dumps(record, indent=1))
-    return exe
-
-
-def built(cache=None, compiler="g++"):
-    """The cached program if it is built for the installed wheels, else None (never builds)."""
+    entry = cache.begin(BENCHMARKS, PROGRAM, key)
     try:
-        exe, _ = _executable(cache, compiler)
+        cmd = [str(entry.directory / PROGRAM) if c == "@OUT@" else c for c in cmd]
+        if verbose:
+            print(shlex.join(cmd), flush=True)
+        start = time.perf_counter()
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode:
+            raise RuntimeError(f"compiling {SOURCE.name} failed:\n{shlex.join(cmd)}\n{result.stderr[-8000:]}")
+        record = {"command": cmd, "seconds": time.perf_counter() - start, "versions": _versions()}
+        return entry.commit(record).file(PROGRAM)
+    finally:
+        if entry.persistent:
+            entry.abandon()  # a no-op once committed
+
+
+def built(compiler="g++"):
+    """The stored program if it is built for the installed wheels, else None (never builds)."""
+    try:
+        key, _ = _key(compiler)
     except (Unavailable, OSError):
         return None
-    return exe if exe.exists() else None
+    return cache.load(BENCHMARKS, PROGRAM, key, _program)
 
 
 def run(exe, robot, dump_state=None, timing=True, batches=50, pool=100, seed=42, budget_s=0.01):

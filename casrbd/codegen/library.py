@@ -44,6 +44,9 @@ CACHE_LAYOUT = "casrbd-cache-5"
 # the solver's word for its Hessian: "exact" (second derivatives) or "limited-memory" (none)
 HESSIANS = ("exact", "limited-memory")
 LIBRARIES = cache.register("library", "libraries", "compiled library")
+# the benchmarks' C builds (benchmarks/harness.py, benchmarks/pinocchio_cpp): registered here, where every
+# casrbd process registers its kinds, so that ``casrbd cache`` lists and prunes them
+BENCHMARKS = cache.register("benchmark", "benchmarks", "benchmark build")
 
 
 class Library:

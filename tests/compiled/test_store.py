@@ -2,9 +2,10 @@
 blocks on a special file, and a cache that cannot be written costs one warning, not a failure.
 
 Every entry kind the library writes (a Function, a compiled library, a GPU kernel build through the
-host-compiled ``casrbd.gpu.host_function``, no GPU needed) is damaged the way a crash, a copy or a hand
-edit would, and must come back rebuilt with a ``CacheWarning``, answering as casadi's VM evaluation of
-the Function it was built from. Tiny Functions at -O0: fast.
+host-compiled ``casrbd.gpu.host_function``, no GPU needed, a benchmark build of benchmarks/harness.py)
+is damaged the way a crash, a copy or a hand edit would, and must come back rebuilt with a
+``CacheWarning``, answering as casadi's VM evaluation of the Function it was built from. Tiny Functions
+at -O0: fast.
 """
 
 import json
@@ -12,6 +13,8 @@ import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import warnings
 
 import casadi as ca
@@ -19,6 +22,7 @@ import numpy as np
 import pytest
 
 import casrbd
+from benchmarks import harness, pinocchio_cpp
 from casrbd import cache as store
 from casrbd import codegen, functions, gpu
 from casrbd.cli import main
@@ -79,6 +83,13 @@ def build(kind):
             lib = codegen.compile_functions(tiny(), flags=FLAGS)
             assert np.allclose(np.array(lib["tiny"](x_of())), np.array(tiny()(x_of())), rtol=1e-14, atol=0)
 
+    elif kind == "benchmark":
+        entry = harness.compile_object(tiny(), FLAGS)[0]
+
+        def check():
+            outputs = harness.time_c(tiny(), [x_of()], FLAGS, repeat=1, batch_seconds=1e-4).outputs
+            assert np.allclose(outputs[0], np.array(tiny()(x_of())).ravel(), rtol=1e-14, atol=0)
+
     else:
         entry = gpu.host_function(tiny()).path.parent
 
@@ -90,7 +101,7 @@ def build(kind):
     return entry, check
 
 
-KINDS = ("function", "library", "gpu")
+KINDS = ("function", "library", "gpu", "benchmark")
 
 
 def payload(entry):
@@ -125,6 +136,7 @@ def foreign(entry, kind):
         "function": lambda: casrbd.function(load_robot("arm7"), "aba"),
         "library": lambda: codegen.compile_functions(tiny(3, 5.0), flags=FLAGS),
         "gpu": lambda: gpu.host_function(tiny(3, 5.0)),
+        "benchmark": lambda: harness.compile_object(tiny(3, 5.0), FLAGS),
     }[kind]
     before = set(entry.parent.iterdir())
     other()
@@ -170,9 +182,33 @@ def test_the_cache_command_lists_every_kind_the_library_writes(root, capsys):
     out = capsys.readouterr().out
     for kind in KINDS:
         assert re.search(rf"^\s+{kind}\s+1\b", out, re.M), out
+    # another process lists every kind too: the benchmarks' kind is registered without importing them
+    listing = [sys.executable, "-c", "import sys; from casrbd.cli import main; sys.exit(main(['cache']))"]
+    out = subprocess.run(listing, capture_output=True, text=True, check=True).stdout
+    for kind in KINDS:
+        assert re.search(rf"^\s+{kind}\s+1\b", out, re.M), out
     assert main(["cache", "--clear"]) == 0
-    assert "removed 3 entries" in capsys.readouterr().out
+    assert f"removed {len(KINDS)} entries" in capsys.readouterr().out
     assert store.entries() == []
+
+
+def test_pinocchio_cpp_stores_its_program_as_a_checked_benchmark_entry(tmp_path, monkeypatch):
+    """The program is stored, listed, loaded checked and rebuilt when damaged: here a tiny stand-in for
+    timing.cpp, whose real build takes minutes."""
+    source = tmp_path / "timing.cpp"
+    source.write_text('#include <cstdio>\nint main() { std::puts("{}"); return 0; }\n')
+    compiler = shutil.which("g++")
+    monkeypatch.setattr(pinocchio_cpp, "compile_command", lambda out, c: [c, str(source), "-o", out])
+    assert pinocchio_cpp.built(compiler) is None
+    exe = pinocchio_cpp.build(compiler)
+    assert pinocchio_cpp.built(compiler) == exe
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == "{}"
+    (entry,) = store.entries()
+    assert entry.kind == "benchmark" and entry.path == exe.parent
+    corrupt(exe.parent, "benchmark")
+    with pytest.warns(store.CacheWarning, match=re.escape(str(exe))):
+        assert pinocchio_cpp.built(compiler) is None
+    assert pinocchio_cpp.build(compiler) == exe and pinocchio_cpp.built(compiler) == exe
 
 
 def user_files(root):
