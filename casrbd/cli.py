@@ -11,7 +11,7 @@ placeholders of the description marked "placeholder?": ``Model.placeholder_limit
 the reference configurations of its SRDF (robots of ``casrbd.models.EXAMPLE_SRDFS``)
 and the size of the core Functions.
 ``casrbd cache``: where the disk cache (``casrbd.cache``) is and what it holds,
-per kind (Functions, compiled libraries, GPU kernel builds, partial builds);
+per kind (Functions, compiled libraries, GPU kernel builds, benchmark builds, partial builds);
 ``--clear`` removes its entries (``--unused-days N``: those not used for N
 days), and nothing else: only a root with casrbd's ``CACHEDIR.TAG`` is cleared.
 Entries of older casrbd or casadi versions are never loaded again and stay

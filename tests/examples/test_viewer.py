@@ -12,6 +12,7 @@ import pytest
 
 import casrbd
 from casrbd import viewer
+from casrbd.viewer import visuals
 
 URDF = """<robot name="two">
   <material name="blue"><color rgba="0.1 0.3 0.9 1"/></material>
@@ -242,3 +243,29 @@ def test_non_finite_times_and_poses_are_refused_naming_the_sample(tmp_path, bad,
     qs[3] = [0.0, np.inf] if bad == "q" else [1e308, 0.0] if bad == "far" else qs[3]
     with pytest.raises(ValueError, match=message):
         viewer.write_html(tmp_path / "x.html", model, t, qs, urdf)
+
+
+COLLADA = """<?xml version="1.0"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <asset><unit meter="0.5"/><up_axis>Z_UP</up_axis></asset>
+  <library_geometries><geometry id="tri"><mesh>
+    <source id="pos"><float_array id="pos-array" count="9">0 0 0  2 0 0  0 4 0</float_array></source>
+    <vertices id="verts"><input semantic="POSITION" source="#pos"/></vertices>
+    <triangles count="1"><input semantic="VERTEX" source="#verts" offset="0"/><p>0 1 2</p></triangles>
+  </mesh></geometry></library_geometries>
+  <library_visual_scenes><visual_scene id="scene"><node>
+    <matrix>1 0 0 1  0 1 0 0  0 0 1 0  0 0 0 1</matrix><instance_geometry url="#tri"/>
+  </node></visual_scene></library_visual_scenes>
+</COLLADA>"""
+
+
+def test_collada_meshes_are_read_from_their_text(tmp_path):
+    """A COLLADA triangle's vertices come from the arrays' text, moved by its node's matrix and scaled to
+    metres by its unit (the numbers written in the file above)."""
+    (tmp_path / "package.xml").write_text("<package/>")
+    (tmp_path / "tri.dae").write_text(COLLADA)
+    urdf = URDF.replace('<box size="0.3 0.3 0.1"/>', '<mesh filename="tri.dae"/>')
+    (tmp_path / "two.urdf").write_text(urdf)
+    shapes = visuals.robot_visuals(str(tmp_path / "two.urdf"))
+    V = next(V for link, V, F, rgb in shapes if link == "base")
+    np.testing.assert_allclose(V, 0.5 * np.array([[1, 0, 0], [3, 0, 0], [1, 4, 0]]), atol=1e-12)
