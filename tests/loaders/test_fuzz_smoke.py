@@ -20,5 +20,6 @@ def test_fuzzing_the_urdf_loader_lets_only_urdf_errors_escape(tmp_path):
     figures = dict(re.findall(r"^([\w ()-]+): (.*)$", run.stdout, re.MULTILINE))
     assert run.returncode == 0, f"{run.stdout}\n{run.stderr}\nfailing inputs: {sorted(os.listdir(tmp_path))}"
     assert figures["escaped"] == figures["timeout"] == figures["non-finite"] == "0"
-    assert int(figures["inputs tried"]) > 10 * SECONDS, "the fuzzer barely ran"
+    # a loose floor (a loaded CI machine tries about 10 a second, an idle one far more): it catches a stuck fuzzer
+    assert int(figures["inputs tried"]) > 2 * SECONDS, "the fuzzer barely ran"
     assert int(figures["loaded"]) > 0 and int(figures["URDFError"]) > 0, "mutations too mild or too wild"
