@@ -160,6 +160,14 @@ class Dataset:
         """{item: {"status": ..., "message": ...}} of the items without a solution (timed out, crashed, ...)."""
         return {int(i): r for i, r in self.index["unsolved"].items()}
 
+    def summary(self):
+        """One line: the items solved and unsolved (by status) of the table's."""
+        unsolved = [r["status"] for r in self.index["unsolved"].values()]
+        counts = ", ".join(f"{s} {unsolved.count(s)}" for s in sorted(set(unsolved)))
+        solved = sum(len(s["items"]) for s in self.index["shards"])
+        total = self.index["items"]
+        return f"{self.path}: {solved} solved, {len(unsolved)} unsolved ({counts or 'none'}) of {total} items"
+
     def variations(self):
         """The variations table, checked against the index."""
         v = self.index["variations"]
