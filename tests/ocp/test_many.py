@@ -140,8 +140,8 @@ def test_a_scheduler_and_workers_started_apart_through_the_command_line(tmp_path
 
 
 def test_gains_match_finite_differences_of_re_solves():
-    """dx_k/dx0 and du_k/dx0 against central differences of solves from perturbed x0 (half the directions), two torque bounds
-    active; K_0 = du_0/dx0, and K_k dx_k/dx0 = du_k/dx0 at every stage."""
+    """dx_k/dx0 and du_k/dx0 against central differences of solves from perturbed x0 (half the
+    directions), two torque bounds active; K_0 = du_0/dx0, and K_k dx_k/dx0 = du_k/dx0 at every stage."""
     problem = reach.build(nodes=6, duration=0.2, integrator="euler", solver={"tol": 1e-12})
     target = (0.5, 0.6, 0.8)
     x0 = np.r_[reach.REST, np.zeros(7)]
