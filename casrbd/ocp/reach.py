@@ -86,7 +86,10 @@ class Reach:
         gaps = [X[0] - x0] + [X[k + 1] - step(X[k], U[k]) for k in range(self.nodes)]
         w = ca.vertcat(*[v for k in range(self.nodes) for v in (X[k], U[k])], X[-1])
         nlp = {"x": w, "p": ca.vertcat(x0, target), "f": cost, "g": ca.vertcat(*gaps)}
-        self.solver = ca.nlpsol("reach", name, nlp, solver_options(solver=name, expand=True, **solver))
+        options = solver_options(solver=name, expand=True, **solver)
+        if name == "fatrop":  # its structure detection asks which constraints are equalities: all the gaps
+            options["equality"] = [True] * nlp["g"].numel()
+        self.solver = ca.nlpsol("reach", name, nlp, options)
         # torque bounds on the controls, none on the states
         effort = np.tile(np.r_[np.full(2 * n, np.inf), model.effort_limit], self.nodes)
         self.ubx = np.r_[effort, np.full(2 * n, np.inf)]
@@ -129,7 +132,7 @@ class Reach:
             "controls": w[self._u_rows].reshape(self.nodes, self.nu),
             "cost": float(out["f"]),
             "constraint_violation": float(max(np.abs(g).max(initial=0.0), bounds.max(initial=0.0))),
-            "status": str(stats["return_status"]),
+            "status": _status(stats),
             "success": bool(stats["success"]),
             "iterations": int(stats["iter_count"]),
             "cpu_time": cpu,
@@ -166,6 +169,14 @@ class Reach:
         dx = dw[self._x_rows].reshape(self.nodes + 1, nx, nx)
         du = dw[self._u_rows].reshape(self.nodes, self.nu, nx)
         return {"dx_dx0": dx, "du_dx0": du, "gains": np.stack(K)}
+
+
+def _status(stats):
+    """The solver's return status as text (fatrop's is a number)."""
+    status = stats["return_status"]
+    if isinstance(status, str):
+        return status
+    return f"{'Solve_Succeeded' if stats['success'] else 'Solve_Failed'} (return code {status})"
 
 
 def _kkt_solve(H, J, free, Hb, Jb):

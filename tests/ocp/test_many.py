@@ -130,6 +130,9 @@ def test_a_scheduler_and_workers_started_apart_through_the_command_line(tmp_path
             arguments = ["solve-many", str(tmp_path / "spec.json"), "--variations", str(tmp_path / "variations.npz")]
             arguments += ["--dataset", str(path), "--scheduler", address, "--time-limit", str(TIME_LIMIT), "--quiet"]
             assert cli.main(arguments) == 0
+            broken = ProblemSpec("casrbd.ocp.reach:build", {"nodes": 0})
+            with pytest.raises(RuntimeError, match="building casrbd.ocp.reach:build on a worker failed"):
+                solve_many(broken, {"x0": x0}, tmp_path / "broken", client=address, progress=False)
         finally:
             _stop(processes)
     store = Dataset.open(path)
@@ -164,6 +167,32 @@ def test_gains_match_finite_differences_of_re_solves():
         np.testing.assert_allclose(
             r["gains"][k] @ r["dx_dx0"][k], r["du_dx0"][k], rtol=0, atol=1e-9 * np.abs(r["du_dx0"]).max()
         )
+
+
+def test_fatrop_and_ipopt_find_the_same_solution_and_gains():
+    x0 = np.r_[reach.REST, np.zeros(7)]
+    ipopt, fatrop = (
+        reach.build(**PARAMETERS, solver={"name": name, "tol": 1e-10}).solve(x0, gains=True)
+        for name in ("ipopt", "fatrop")
+    )
+    assert ipopt["success"] and fatrop["success"]
+    for name in ("states", "controls", "cost", "gains"):
+        scale = max(1.0, np.abs(ipopt[name]).max())
+        np.testing.assert_allclose(fatrop[name], ipopt[name], rtol=0, atol=1e-6 * scale, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "variations, message",
+    [
+        ([{"x0": 1.0}, {"target": 2.0}], "row 1 has keys"),
+        ({"x0": np.zeros((3, 14)), "seed": np.arange(2)}, "columns of equal length"),
+        ([], "non-empty table"),
+        ({"x0": np.array([None, 1])}, "column 'x0' has dtype object"),
+    ],
+)
+def test_a_bad_variations_table_is_a_clear_error(tmp_path, variations, message):
+    with pytest.raises(DatasetError, match=message):
+        solve_many(ProblemSpec("casrbd.ocp.reach:build"), variations, tmp_path)
 
 
 def test_a_dataset_read_back_is_checked(tmp_path, problem):
