@@ -147,7 +147,10 @@ def guarded(call, time_limit):
     if not chunks:
         how = f"signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code) else f"exit code {os.waitstatus_to_exitcode(code)}"
         return {"status": "crashed", "message": f"the solve's process died ({how})"}
-    return pickle.loads(b"".join(chunks))
+    try:
+        return pickle.loads(b"".join(chunks))
+    except Exception as e:  # a result cut short: the child died writing it
+        return {"status": "crashed", "message": f"the solve's process died writing its result ({e})"}
 
 
 def _die_with(parent):
@@ -168,8 +171,11 @@ def solve_many(spec, variations, dataset, client=None, time_limit=60.0, gains=Fa
     seconds per solve before its process is killed (set the solver's own limit in ``spec.solver`` a little
     below it to get the last iterate back instead). ``gains``: passed to each ``solve``. ``progress``: a
     line on stderr with the rate and the time left."""
-    from distributed import as_completed
-    from distributed.scheduler import KilledWorker
+    try:
+        from distributed import as_completed
+        from distributed.scheduler import KilledWorker
+    except ImportError as e:
+        raise ImportError(f"solve_many runs on Dask: pip install 'casrbd[many]' ({e})") from None
 
     spec = spec if isinstance(spec, ProblemSpec) else ProblemSpec.from_dict(spec)
     if not time_limit > 0:
@@ -181,13 +187,14 @@ def solve_many(spec, variations, dataset, client=None, time_limit=60.0, gains=Fa
         return store
     meter = Progress(len(todo), n - len(todo)) if progress else None
     client, close = _client(client, workers)
+    pending = []  # results not stored yet: stored every shard, at the end, and when interrupted
     try:
         prefix = f"casrbd-solve-{spec.digest[:12]}-{store.index['variations_digest'][:12]}"
         futures = {
             client.submit(solve_item, spec, i, row(columns, i), gains, time_limit, key=f"{prefix}-{i}", retries=0): i
             for i in todo
         }
-        pending, flushed = [], time.monotonic()
+        flushed = time.monotonic()
         for future in as_completed(futures):
             item = futures.pop(future)
             try:
@@ -196,16 +203,16 @@ def solve_many(spec, variations, dataset, client=None, time_limit=60.0, gains=Fa
                 record = {"item": item, "status": "worker died", "message": str(e)}
             except Exception as e:
                 client.cancel(list(futures))
-                store.add(pending)
                 raise RuntimeError(f"building {spec.builder} on a worker failed (item {item}): {e}") from e
             pending.append(record)
             if meter:
                 meter.update(record)
-            if len([r for r in pending if "result" in r]) >= SHARD_ITEMS or time.monotonic() - flushed > SHARD_SECONDS:
-                store.add(pending)
-                pending, flushed = [], time.monotonic()
-        store.add(pending)
+            if sum("result" in r for r in pending) >= SHARD_ITEMS or time.monotonic() - flushed > SHARD_SECONDS:
+                batch, pending, flushed = pending, [], time.monotonic()
+                store.add(batch)
     finally:
+        if pending:
+            store.add(pending)
         close()
         if meter:
             meter.close()

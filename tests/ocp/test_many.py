@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 from casrbd import cli
 from casrbd.ocp import reach
 from casrbd.ocp.dataset import Dataset, DatasetError
-from casrbd.ocp.many import ProblemSpec, solve_many
+from casrbd.ocp.many import GRACE, ProblemSpec, guarded, solve_many
 
 distributed = pytest.importorskip("distributed")
 
@@ -167,6 +168,21 @@ def test_gains_match_finite_differences_of_re_solves():
         np.testing.assert_allclose(
             r["gains"][k] @ r["dx_dx0"][k], r["du_dx0"][k], rtol=0, atol=1e-9 * np.abs(r["du_dx0"]).max()
         )
+
+
+def test_the_guard_records_errors_crashes_and_timeouts():
+    """Each solve runs in a child process: its value comes back; its error, its death and its hang are
+    recorded, and the hang is killed."""
+    assert guarded(lambda: {"x": np.arange(3.0)}, 10)["result"]["x"].tolist() == [0.0, 1.0, 2.0]
+    error = guarded(lambda: 1 / 0, 10)
+    assert error["status"] == "error" and "ZeroDivisionError" in error["message"]
+    died = guarded(lambda: os._exit(3), 10)
+    assert died == {"status": "crashed", "message": "the solve's process died (exit code 3)"}
+    killed = guarded(lambda: os.kill(os.getpid(), signal.SIGKILL), 10)  # as the kernel's out-of-memory killer
+    assert killed == {"status": "crashed", "message": f"the solve's process died (signal {int(signal.SIGKILL)})"}
+    start = time.monotonic()
+    assert guarded(lambda: time.sleep(60), 0.5)["status"] == "timeout"
+    assert time.monotonic() - start < 0.5 + GRACE + 20
 
 
 def test_fatrop_and_ipopt_find_the_same_solution_and_gains():
