@@ -16,7 +16,7 @@ initial states. Measured, wall clock:
 The solver's own CPU time per solve (``cpu_time``, median) tells the solves' slowdown
 on a busy machine apart from the overhead around them.
 
-  python -m benchmarks.many                 # 30 items, about a minute
+  python -m benchmarks.many                 # 20 items, under a minute on a quiet machine
   python -m benchmarks.many --items 200 --workers 1,2,4
 """
 
@@ -92,7 +92,7 @@ def on_cluster(spec, x0, workers):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--items", type=int, default=30, help="reach's solves per measurement, 10x for null (30)")
+    p.add_argument("--items", type=int, default=20, help="reach's solves per measurement, 10x for null (20)")
     p.add_argument("--workers", default="1,2", help="worker counts, comma-separated (default 1,2)")
     p.add_argument("--out", default=str(RESULTS / "many.md"), help="markdown report (default results/many.md)")
     args = p.parse_args(argv)
@@ -104,7 +104,8 @@ def main(argv=None):
         f"{os.cpu_count()} cores, Python {platform.python_version()}; `casrbd.ocp.reach` (arm7, 10 knots, RK4, "
         f"IPOPT, tol 1e-8) from {args.items} perturbed initial states, and `null` ({10 * args.items} items).",
         "",
-        "**The machine was shared with other jobs and noisy** (2 cores, several agents compiling and testing):",
+        f"**The machine was shared with other jobs and noisy** (load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} cores at the start, other agents compiling and testing):",
         "these numbers show the shape of the costs, not their size; they are to be rerun on a quiet machine.",
         "",
         "| problem | run | cluster start | first items (cold workers) | per item | items/s | vs loop | solver CPU |",
