@@ -258,6 +258,7 @@ def solve_many_command(args):
         gains=args.gains,
         progress=not args.quiet,
         workers=args.workers,
+        retry=args.retry,
     )
     print(store.summary())
 
@@ -313,6 +314,9 @@ def main(argv=None):
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default: %(default)s)")
     p.add_argument("--gains", action="store_true", help="store the feedback gains of each solution")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--retry", action="append", default=[], metavar="STATUS", help="solve again the items unsolved with STATUS"
+    )
     p.set_defaults(run=solve_many_command)
     args = parser.parse_args(argv)
     try:

@@ -160,6 +160,14 @@ class Dataset:
         """{item: {"status": ..., "message": ...}} of the items without a solution (timed out, crashed, ...)."""
         return {int(i): r for i, r in self.index["unsolved"].items()}
 
+    def forget(self, statuses):
+        """Drop the unsolved items of these statuses from the index, so that a run solves them again."""
+        unsolved = self.index["unsolved"]
+        kept = {i: r for i, r in unsolved.items() if r["status"] not in set(statuses)}
+        if len(kept) != len(unsolved):
+            self.index["unsolved"] = kept
+            self._write_index()
+
     def summary(self):
         """One line: the items solved and unsolved (by status) of the table's."""
         unsolved = [r["status"] for r in self.index["unsolved"].values()]

@@ -109,7 +109,8 @@ def solve_item(spec, item, variation, gains, time_limit):
     """One item, on a worker: {"item", "result"} or {"item", "status", "message"}. Raises only when the
     problem cannot be built (the spec is wrong: no item can be solved)."""
     problem = built(spec)
-    outcome = guarded(lambda: problem.solve(gains=gains, **variation), time_limit)
+    extra = {"gains": True} if gains else {}  # so that a problem without gains takes gains=False
+    outcome = guarded(lambda: problem.solve(**variation, **extra), time_limit)
     return {"item": item, **outcome}
 
 
@@ -161,7 +162,9 @@ def _die_with(parent):
         os._exit(1)
 
 
-def solve_many(spec, variations, dataset, client=None, time_limit=60.0, gains=False, progress=True, workers=None):
+def solve_many(
+    spec, variations, dataset, client=None, time_limit=60.0, gains=False, progress=True, workers=None, retry=()
+):
     """Solve ``spec`` (a ``ProblemSpec`` or its dict) for every item of ``variations`` (a list of dicts, or a
     dict of equal-length arrays: the keyword arguments of the problem's ``solve`` per item) into the
     dataset directory ``dataset``, skipping the items it holds already; returns the ``Dataset``.
@@ -169,8 +172,9 @@ def solve_many(spec, variations, dataset, client=None, time_limit=60.0, gains=Fa
     ``client``: None (a LocalCluster of ``workers`` single-threaded processes, default one per core, closed
     at the end), a scheduler address ("tcp://127.0.0.1:8786") or a ``distributed.Client``. ``time_limit``:
     seconds per solve before its process is killed (set the solver's own limit in ``spec.solver`` a little
-    below it to get the last iterate back instead). ``gains``: passed to each ``solve``. ``progress``: a
-    line on stderr with the rate and the time left."""
+    below it to get the last iterate back instead). ``gains``: passed to each ``solve`` when true.
+    ``progress``: a line on stderr with the rate and the time left. ``retry``: statuses of unsolved items
+    ("timeout", "crashed", "error", "worker died") to solve again; the others stay as recorded."""
     try:
         from distributed import as_completed
         from distributed.scheduler import KilledWorker
@@ -182,6 +186,7 @@ def solve_many(spec, variations, dataset, client=None, time_limit=60.0, gains=Fa
         raise ValueError(f"time_limit must be positive, got {time_limit!r}")
     columns, n = table(variations)
     store = Dataset.create(dataset, spec, columns)
+    store.forget(retry)
     todo = sorted(set(range(n)) - store.done)
     if not todo:
         return store

@@ -105,7 +105,8 @@ def _stop(processes):
 
 def test_a_scheduler_and_workers_started_apart_through_the_command_line(tmp_path, problem):
     """``casrbd solve-many --scheduler ADDR`` against `dask scheduler` and `dask worker` processes on
-    loopback, into a dataset that an interrupted run left with two items: it adds the others, once."""
+    loopback, into a dataset that an interrupted run left with two items solved and one timed out: it
+    adds the others, once, and solves the timed-out one again (``--retry timeout``)."""
     n, path = 6, tmp_path / "dataset"
     x0 = initial_states(n, seed=1)
     spec = ProblemSpec("casrbd.ocp.reach:build", PARAMETERS, SOLVER)
@@ -113,6 +114,7 @@ def test_a_scheduler_and_workers_started_apart_through_the_command_line(tmp_path
     np.savez(tmp_path / "variations.npz", x0=x0)
     store = Dataset.create(path, spec, {"x0": x0})
     store.add([{"item": i, "result": problem.solve(x0=x0[i])} for i in (0, 3)])
+    store.add([{"item": 5, "status": "timeout", "message": "killed after 1 s"}])  # retried below
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     file, processes = tmp_path / "scheduler.json", []
@@ -129,7 +131,8 @@ def test_a_scheduler_and_workers_started_apart_through_the_command_line(tmp_path
             worker = ["worker", address, "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1"]
             processes.append(_start([*worker, "--no-dashboard"], env, log))
             arguments = ["solve-many", str(tmp_path / "spec.json"), "--variations", str(tmp_path / "variations.npz")]
-            arguments += ["--dataset", str(path), "--scheduler", address, "--time-limit", str(TIME_LIMIT), "--quiet"]
+            arguments += ["--dataset", str(path), "--scheduler", address, "--time-limit", str(TIME_LIMIT)]
+            arguments += ["--retry", "timeout", "--quiet"]
             assert cli.main(arguments) == 0
             broken = ProblemSpec("casrbd.ocp.reach:build", {"nodes": 0})
             with pytest.raises(RuntimeError, match="building casrbd.ocp.reach:build on a worker failed"):
