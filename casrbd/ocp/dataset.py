@@ -24,6 +24,7 @@ import numpy as np
 INDEX = "index.json"
 VARIATIONS = "variations.npz"
 VERSION = 1
+KEYS = {"version", "spec", "spec_digest", "items", "variations_digest", "variations", "fields", "shards", "unsolved"}
 
 
 class DatasetError(ValueError):
@@ -118,6 +119,10 @@ class Dataset:
                 )
             return existing
         path.mkdir(parents=True, exist_ok=True)
+        # a new directory, or one where a creation was interrupted before its index was written
+        foreign = [p.name for p in path.iterdir() if p.name != VARIATIONS and not p.name.startswith(".")]
+        if foreign:
+            raise DatasetError(f"{path} is not empty and holds no {INDEX}: give a new or empty directory")
         data = _npz(columns)
         _atomic(path / VARIATIONS, data)
         index = {
@@ -143,7 +148,7 @@ class Dataset:
             index = json.loads((path / INDEX).read_text())
         except (OSError, ValueError) as e:
             raise DatasetError(f"dataset {path}: no readable {INDEX} ({e})") from None
-        if not isinstance(index, dict) or index.get("version") != VERSION:
+        if not isinstance(index, dict) or index.get("version") != VERSION or set(index) != KEYS:
             raise DatasetError(f"dataset {path}: {INDEX} is not a casrbd dataset index of version {VERSION}")
         seen = [i for s in index["shards"] for i in s["items"]] + [int(i) for i in index["unsolved"]]
         if len(set(seen)) != len(seen) or not all(0 <= i < index["items"] for i in seen):

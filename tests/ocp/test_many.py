@@ -233,6 +233,14 @@ def test_a_dataset_read_back_is_checked(tmp_path, problem):
     shard.write_bytes(bytes(data))
     with pytest.raises(DatasetError, match=f"{shard.name} does not match the index"):
         Dataset.open(tmp_path).load()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("not a dataset")
+    with pytest.raises(DatasetError, match="not empty and holds no index.json"):
+        Dataset.create(other, spec, {"x0": x0})
+    (tmp_path / "index.json").write_text('{"version": 1}')
+    with pytest.raises(DatasetError, match="not a casrbd dataset index"):
+        Dataset.open(tmp_path)
     (tmp_path / "index.json").write_text("{")
     with pytest.raises(DatasetError, match="no readable index.json"):
         Dataset.open(tmp_path)
