@@ -9,7 +9,7 @@ initial states. Measured, wall clock:
 - ``solve_many``, 1 and 2 workers: a LocalCluster of single-threaded worker processes
   started beforehand, the dataset written; throughput and the overhead per item over the loop;
 - cold start: a fresh worker's first item (import, build of the problem with the
-  compiled libraries from casrbd's disk cache, solve), and the cluster's start;
+  Functions from casrbd's disk cache, solve), and the cluster's start;
 - the overhead per task alone: the same runs of a problem whose solve returns at once
   (``null``, this module's builder).
 
@@ -127,7 +127,7 @@ def main(argv=None):
     lines += [
         "",
         "cluster start: a LocalCluster's processes up; first items: one item per fresh worker (imports, the",
-        "problem built with its libraries from the disk cache, one solve, the dataset created); per item: a",
+        "problem built with its Functions from the disk cache, one solve, the dataset created); per item: a",
         "run of all items on the warm workers, dataset shards included (wall clock over the run, divided by",
         "the items). `null`'s per item is the overhead of `solve_many` per task (scheduling, the fork guard,",
         "the transfer of results and the shards); solver CPU: the median of the solves' own process time.",

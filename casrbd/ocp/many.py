@@ -3,13 +3,15 @@
 A problem is plain data (``ProblemSpec``): a builder ``"package.module:function"``,
 its JSON-able parameters and solver options. On a worker, the builder, called
 as ``function(**parameters, solver=solver)``, returns an object whose
-``solve(gains=False, **variation)`` returns a dict of arrays and scalars (for
-``casrbd.ocp.reach.build``: states, controls, cost, constraint violation,
-status, iterations, CPU time, and with ``gains`` the feedback gains). Each
-worker process builds a spec once (cached by its digest; compiled libraries
-come from casrbd's disk cache) and solves each item in a child process forked
-from it, killed past the time limit, so that a hung or crashing solve costs one
-item, recorded with its status ("timeout", "crashed", "error"), and not the run.
+``solve(**variation)`` (and ``gains=True`` when asked) returns a dict of arrays
+and scalars of the same shapes for every item (for ``casrbd.ocp.reach.build``:
+states, controls, cost, constraint violation, status, iterations, CPU time, and
+the feedback gains). Each worker process builds a spec once (cached by its
+digest; the Functions and compiled libraries a builder uses come from casrbd's
+disk cache, ``CASRBD_CACHE``, shared by the processes of a machine) and solves
+each item in a child process forked from it, killed past the time limit, so
+that a hung or crashing solve costs one item, recorded with its status
+("timeout", "crashed", "error"), and not the run.
 
 ``solve_many`` runs on a ``distributed`` cluster: by default a LocalCluster
 with one single-threaded worker process per core, or any scheduler by address
