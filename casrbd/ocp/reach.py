@@ -120,6 +120,8 @@ class Reach:
             guess = np.zeros(self.lbx.size)
             guess[self._x_rows] = np.tile(x0, self.nodes + 1)
             guess[self._u_rows] = np.tile(np.asarray(self._gravity(x0[: self.nu])).ravel(), self.nodes)
+        elif np.shape(guess) != self.lbx.shape:
+            raise ValueError(f"guess must have shape {self.lbx.shape} (x_0, u_0, ..., x_N), got {np.shape(guess)}")
         args = {"x0": guess, "p": p, "lbx": self.lbx, "ubx": self.ubx, "lbg": 0, "ubg": 0}
         start = time.process_time()
         out = self.solver(**args)
