@@ -122,7 +122,7 @@ def main(argv=None):
         for name, started, cold, per_item, cpu in rows:
             lines.append(
                 f"| {label} | {name} | {started} | {cold} | {1e3 * per_item:.2f} ms | {1 / per_item:.1f} | "
-                f"{per_item / plain:.2f}x | {1e3 * cpu:.1f} ms |"
+                f"{f'{per_item / plain:.2f}x' if spec is SPEC else '-'} | {1e3 * cpu:.1f} ms |"
             )
     lines += [
         "",
