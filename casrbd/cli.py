@@ -17,6 +17,11 @@ days), and nothing else: only a root with casrbd's ``CACHEDIR.TAG`` is cleared.
 Entries of older casrbd or casadi versions are never loaded again and stay
 until cleared; those of layouts before ``casrbd.cache`` are not casrbd's
 entries any more (remove them by hand).
+``casrbd solve-many SPEC.json --variations FILE --dataset DIR``: the problem of a
+spec (``casrbd.ocp.many.ProblemSpec`` as JSON) solved for every item of a
+variations table (.npz of columns, or .json: a list of objects or an object of
+lists) into a dataset directory, on a local Dask cluster or ``--scheduler ADDR``;
+a rerun adds only the missing items.
 ``casrbd blasfeo``: which instruction set the blasfeo behind casadi's fatrop was
 built for (casadi's wheels: any x86-64); ``--install LIB`` puts a blasfeo built
 for this CPU in its place (checked, then rolled back unless fatrop solves a tiny
@@ -28,8 +33,10 @@ every name ``example_robot_data.load`` takes).
 """
 
 import argparse
+import json
 import sys
 import timeit
+from pathlib import Path
 
 import numpy as np
 
@@ -265,6 +272,31 @@ def _seed(text):
     return seed
 
 
+def solve_many_command(args):
+    from .ocp import many
+
+    path = Path(args.variations)
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as npz:
+            variations = {k: npz[k] for k in npz.files}
+    elif path.suffix == ".json":
+        variations = json.loads(path.read_text())
+    else:
+        raise ValueError(f"--variations {path}: a .npz or .json file")
+    store = many.solve_many(
+        many.ProblemSpec.load(args.spec),
+        variations,
+        args.dataset,
+        client=args.scheduler,
+        time_limit=args.time_limit,
+        gains=args.gains,
+        progress=not args.quiet,
+        workers=args.workers,
+        retry=args.retry,
+    )
+    print(store.summary())
+
+
 def _megabytes(size):
     return f"{size / 1e6:.1f} MB"
 
@@ -307,6 +339,19 @@ def main(argv=None):
     p.add_argument("--install", metavar="LIB", help="a blasfeo shared library built for this CPU, to load instead")
     p.add_argument("--restore", action="store_true", help="load the wheel's blasfeo again")
     p.set_defaults(run=blasfeo_command)
+    p = sub.add_parser("solve-many", help="a problem spec solved for a table of variations into a dataset, on Dask")
+    p.add_argument("spec", help="the problem spec, JSON: builder, parameters, solver")
+    p.add_argument("--variations", required=True, help=".npz (columns) or .json (rows or columns) of the items")
+    p.add_argument("--dataset", required=True, help="the dataset directory (created, or resumed)")
+    p.add_argument("--scheduler", metavar="ADDR", help="a Dask scheduler's address (default: a local cluster)")
+    p.add_argument("--workers", type=int, help="local cluster: worker processes (default: one per core)")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default: %(default)s)")
+    p.add_argument("--gains", action="store_true", help="store the feedback gains of each solution")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--retry", action="append", default=[], metavar="STATUS", help="solve again the items unsolved with STATUS"
+    )
+    p.set_defaults(run=solve_many_command)
     args = parser.parse_args(argv)
     try:
         args.run(args)
