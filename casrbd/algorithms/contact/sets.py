@@ -83,10 +83,7 @@ def resolve_contacts(model, contacts):
             raise TypeError(f"contact {entry!r}: the frame must be a name or an index, got {type(entry[0]).__name__}")
         frame, kind = model.frame_index(entry[0]), entry[1]
         if not isinstance(kind, str) or kind not in CONTACT_TYPES:
-            raise ValueError(
-                f"contact {entry!r} on frame {model.frames[frame].name!r}: unknown type {kind!r}; known: "
-                f"{', '.join(map(repr, CONTACT_TYPES))}"
-            )
+            raise ValueError(f"contact {entry!r}: unknown type {kind!r}; valid: {', '.join(map(repr, CONTACT_TYPES))}")
         name = model.frames[frame].name
         if frame in seen:
             raise ValueError(f"duplicate contact on frame {name!r}: {seen[frame]!r} and {entry!r}")
