@@ -104,6 +104,12 @@ def function(
     so it equals the AD Jacobian in every direction. SX callers inline an SX
     Function and differentiate its graph. With ``parameters=True`` it includes
     d tau / d pi = Y and d a / d pi = -M^-1 Y (``algorithms/regressor.py``).
+    Where the model's mass matrix is checked (aba, minverse, the contact
+    dynamics, ...), one built with ``parameters=True`` checks its numeric
+    calls instead, and those of its derivatives: at a pi where M(pi) is
+    singular (a massless leaf body, pi = 0) they raise casadi's RuntimeError
+    ("nan detected for output a") rather than return NaN or inf;
+    ``parameters.require_consistent`` names the body beforehand.
 
     ``second_order``, with ``jacobian="analytical"`` (default: "analytical" where the
     spec carries a second-order adjoint, rnea and aba): casadi's reverse mode of
@@ -164,7 +170,7 @@ def _cached(model, key):
     name, symbolic, f_ext, parameters, second_order, options, jac_options = key
     entry = _disk_entry(model, key)
     if entry is not None and entry[0].exists():
-        f = _load(*entry)
+        f = _load(*entry, _checked(SPECS[name], parameters))
         if f is not None:
             return f
     start = time.process_time()
@@ -228,7 +234,7 @@ def _store(path, key, analytical, adjoint, f):
     os.replace(fh.name, path)  # whole or absent: a reader never sees half an entry
 
 
-def _load(path, key, analytical, adjoint):
+def _load(path, key, analytical, adjoint, checked):
     """The Function of a disk entry, or None (with a CacheWarning) when the entry fails a check."""
     from .codegen import CacheWarning
 
@@ -255,7 +261,7 @@ def _load(path, key, analytical, adjoint):
         for g, prefix in names:
             if g.name() != prefix + f.name():
                 raise ValueError(f"{g.name()!r} is not the derivative {prefix + f.name()!r}")
-        return _with_options(f, _derivative_options(jac, adj1))
+        return _with_options(f, {**_derivative_options(jac, adj1), **checked})
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
         warnings.warn(f"{path}: not loaded, rebuilding: {e}", CacheWarning, stacklevel=4)
         return None
@@ -265,6 +271,15 @@ def _with_options(g, opts):
     """The SX Function g again, with Function options (which a Function cannot be given once built)."""
     xs = g.sx_in()
     return ca.Function(g.name(), xs, g.call(xs), g.name_in(), g.name_out(), opts)
+
+
+def _checked(s, parameters):
+    """Function options for a Function that needs a regular M, built with parameters as inputs: M(pi)
+    may be singular, and a numeric call (its own, its derivatives') raises where its outputs hold NaN or
+    inf (casadi's regularity check), as the model's own singular M is refused (``require_defined``)."""
+    if not (parameters and s.regular_mass):
+        return {}
+    return {"regularity_check": True, "der_options": {"regularity_check": True}}
 
 
 def _derivative_options(jac, adj1):
@@ -306,9 +321,10 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     # robot, frame and contact names may hold anything: a valid, collision-free identifier for casadi and C
     fname = identifier(f"{model.name}_{s.name}{suffix}")
     names = [a.name for a in inputs], [o.name for o in s.outputs]
+    checked = _checked(s, parameters)
     if jac_options is None:
         # one common-subexpression pass over all outputs: they share kinematics
-        return ca.Function(fname, args, ca.cse(outs), *names)
+        return ca.Function(fname, args, ca.cse(outs), *names, checked)
     # casadi hands its derivative Functions the nominal outputs: they use them, not a second solve
     nominal = [sym.sym("out_" + out.name, o.shape) for out, o in zip(s.outputs, outs)]
     out = {o.name: x for o, x in zip(s.outputs, nominal)}
@@ -323,7 +339,7 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     if adjoint:
         # the Jacobian always: it is the contracted Hessian, which the forward sweep asks for
         adj1 = adjoint[0].function({"custom_jacobian": adjoint[1].function(), "jac_penalty": 0})
-    return f.function(_derivative_options(jac.function(), adj1))
+    return f.function({**_derivative_options(jac.function(checked), adj1), **checked})
 
 
 class _Draft(NamedTuple):
