@@ -88,11 +88,14 @@ def test_position_error_and_its_jacobian_by_ad(name):
 
 @pytest.mark.parametrize("name", TYPES)
 def test_forces_in_world_axes_and_their_turn(name):
-    """to_world rotates the force the rows carry (and R^T undoes it); world_turn is d(R f)/dq at fixed
-    f for a frame turned by R exp3(J_ang dq), by AD."""
+    """to_world rotates the force the rows carry (and R^T undoes it), or refuses with a ValueError;
+    world_turn is d(R f)/dq at fixed f for a frame turned by R exp3(J_ang dq), by AD."""
     t, rng = CONTACT_TYPES[name], np.random.default_rng(4)
     X, f = random_placement(rng), ca.DM(rng.normal(size=(t.rows, 1)))
-    fw = t.to_world(X.R, f)
+    try:
+        fw = t.to_world(X.R, f)
+    except ValueError as e:  # rows that are not 3-vectors (a planar contact's) have no world axes
+        pytest.skip(f"{name}: {e}")
     F = np.array(t.force(f)).ravel()
     assert rel_err(np.array(t.force(fw)).ravel(), np.r_[X.R @ F[:3], X.R @ F[3:]]) < 1e-14
     assert rel_err(np.array(t.to_world(X.R.T, fw)), np.array(f)) < 1e-14

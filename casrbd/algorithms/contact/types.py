@@ -9,14 +9,16 @@ contact-6d on contact-base). The contact algorithms ask the type, never its name
   check_anchor(x)           the reason a finite anchor of that shape is refused, or None
   select(m)                 the rows of a local motion or force (set) it constrains: its Jacobian rows
                             J from the frame's local Jacobian, its velocity from the frame's velocity
-  acceleration(v, a)        gamma: its constrained acceleration from the frame's local velocity and
-                            spatial acceleration (set to zero by the KKT system)
+  acceleration(v, a)        c: its constrained acceleration from the frame's local velocity and spatial
+                            acceleration, linear in a (select's rows); the KKT system sets it to zero
+                            (with Baumgarte's terms), the drift gamma being c at ddq = 0
   acceleration_derivatives(v, J, dv_dq, da_dq, da_dv)
-                            (d gamma/dq, d gamma/dv) from the frame's (``derivatives.frame_derivatives``)
+                            (dc/dq, dc/dv) from the frame's (``derivatives.frame_derivatives``)
   position_error(anchor, oMf), position_error_jacobian(anchor, oMf, J)
                             e_p, Baumgarte's position error to the anchor, and de_p/dq (tangent)
   force(f)                  the spatial force [force; torque] on the frame of its rows f of lambda
-  to_world(R, f)            its rows of a force (set) in world axes, R the frame's rotation (R^T undoes it)
+  to_world(R, f)            its rows of a force (set) in world axes, R the frame's rotation (R^T undoes
+                            it); a ValueError for rows that are not 3-vectors (reference='local' only)
   world_turn(f_w, R, J)     d(R f)/dq at fixed f (f_w = R f): the turn of forces in world axes
 
 Every answer takes and returns casadi types, so the second derivatives (``hessians.py``, by AD of
