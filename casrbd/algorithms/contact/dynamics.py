@@ -67,7 +67,7 @@ def contact_kinematics(model, q, v, a, contacts):
 
 
 def contact_acceleration(c, fm):
-    """The constrained acceleration gamma (the contact type's), local axes."""
+    """The constrained acceleration c of the contact type, local axes (the drift gamma at ddq = 0)."""
     return c.kind.acceleration(fm.v, fm.a)
 
 
