@@ -104,6 +104,12 @@ def function(
     so it equals the AD Jacobian in every direction. SX callers inline an SX
     Function and differentiate its graph. With ``parameters=True`` it includes
     d tau / d pi = Y and d a / d pi = -M^-1 Y (``algorithms/regressor.py``).
+    Where the model's mass matrix is checked (aba, minverse, the contact
+    dynamics, ...), one built with ``parameters=True`` checks its numeric
+    calls instead, and those of its derivatives: at a pi where M(pi) is
+    singular (a massless leaf body, pi = 0) they raise casadi's RuntimeError
+    ("nan detected for output a") rather than return NaN or inf;
+    ``parameters.require_consistent`` names the body beforehand.
 
     ``second_order``, with ``jacobian="analytical"`` (default: "analytical" where the
     spec carries a second-order adjoint, rnea and aba): casadi's reverse mode of
@@ -164,7 +170,7 @@ def _cached(model, key):
     name, symbolic, f_ext, parameters, second_order, options, jac_options = key
     entry = _disk_entry(model, key)
     if entry is not None:
-        f = _load(*entry)
+        f = _load(*entry, _checked(SPECS[name], parameters))
         if f is not None:
             return f
     start = time.process_time()
@@ -222,25 +228,25 @@ def _store(stem, key, analytical, adjoint, f):
     cache.store(FUNCTIONS, stem, key, lambda directory: (directory / PAYLOAD).write_bytes(payload))
 
 
-def _load(stem, key, analytical, adjoint):
+def _load(stem, key, analytical, adjoint, checked):
     """The Function of a disk entry, or None: none stored, or (with a CacheWarning) one that fails a check."""
 
     def use(entry):
         try:
-            return _deserialize(json.loads(entry.read(PAYLOAD)), analytical, adjoint)
+            return _deserialize(json.loads(entry.read(PAYLOAD)), analytical, adjoint, checked)
         except (ValueError, KeyError, TypeError, RuntimeError) as e:
             raise cache.BadEntry(entry.file(PAYLOAD), f"not loaded: {e}") from None
 
     return cache.load(FUNCTIONS, stem, key, use, stacklevel=4)
 
 
-def _deserialize(texts, analytical, adjoint):
+def _deserialize(texts, analytical, adjoint, checked):
     """The Function of serialized ones, its analytical derivatives installed again (names checked)."""
     if not isinstance(texts, list) or len(texts) != 1 + adjoint or not all(isinstance(t, str) for t in texts):
         raise ValueError(f"it holds no list of {1 + adjoint} serialized Functions")
     f, *rest = [ca.Function.deserialize(text) for text in texts]
     if not analytical:
-        return f
+        return protocol.with_options(f, checked) if checked else f
     jac = f.jacobian()  # the custom Jacobian: casadi's serialization keeps it
     adj1 = None
     if rest:
@@ -251,7 +257,16 @@ def _deserialize(texts, analytical, adjoint):
     for g, name in expected:
         if g.name() != name:
             raise ValueError(f"{g.name()!r} is not the derivative {name!r}")
-    return protocol.with_options(f, protocol.options(jac, adj1))
+    return protocol.with_options(f, {**protocol.options(jac, adj1), **checked})
+
+
+def _checked(s, parameters):
+    """Function options for a Function that needs a regular M, built with parameters as inputs: M(pi)
+    may be singular, and a numeric call (its own, its derivatives') raises where its outputs hold NaN or
+    inf (casadi's regularity check), as the model's own singular M is refused (``require_defined``)."""
+    if not (parameters and s.regular_mass):
+        return {}
+    return {"regularity_check": True, "der_options": {"regularity_check": True}}
 
 
 def _build(model, s, sym, f_ext, parameters, second_order, options, jac_options):
@@ -279,9 +294,10 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     # robot, frame and contact names may hold anything: a valid, collision-free identifier for casadi and C
     fname = identifier(f"{model.name}_{s.name}{suffix}")
     names = [a.name for a in inputs], [o.name for o in s.outputs]
+    checked = _checked(s, parameters)
     if jac_options is None:
         # one common-subexpression pass over all outputs: they share kinematics
-        return ca.Function(fname, args, ca.cse(outs), *names)
+        return ca.Function(fname, args, ca.cse(outs), *names, checked)
     # casadi hands its derivative Functions the nominal outputs: they use them, not a second solve
     nominal = protocol.symbols(sym, names[1], [o.shape for o in outs], protocol.NOMINAL)
     out = {o.name: x for o, x in zip(s.outputs, nominal)}
@@ -296,7 +312,7 @@ def _build_shared(model, s, sym, f_ext, parameters, second_order, options, jac_o
     if adjoint:
         # the Jacobian always: it is the contracted Hessian, which the forward sweep asks for
         adj1 = adjoint[0].function(protocol.adjoint_options(adjoint[1].function()))
-    return f.function(protocol.options(jac.function(), adj1))
+    return f.function({**protocol.options(jac.function(checked), adj1), **checked})
 
 
 class _Draft(NamedTuple):

@@ -35,12 +35,13 @@ Symbolic theta is not checked: bound it in an optimization that could wander tha
 
 NaN in, NaN out, where no check is possible: ``pseudo_inertia_pivots`` and ``pseudo_inertia``
 compute with what they get (a constraint function, not a check: a massless body gives a division by
-zero, inf or NaN pivots), and so do the Functions built with ``parameters=True`` (casadi code):
-at a pi with a massless or inconsistent body, aba, minverse and the forward-dynamics derivatives
-return inf or NaN where M(pi) is singular, as any division by zero would. Check numeric pi first
-with ``require_consistent`` (which names the body), or keep an optimization inside the consistent
-set with the pivots or the log-Cholesky map. Glossary: pi (10 k) parameters,
-theta (10 k) log-Cholesky coordinates, J (4 x 4) pseudo-inertia, Sigma its 3 x 3 block.
+zero, inf or NaN pivots). The Functions built with ``parameters=True`` that need M^-1 (aba, minverse,
+the forward-dynamics derivatives, the contact dynamics) check their numeric calls instead: at a pi
+where M(pi) is singular (a massless leaf body) they raise casadi's RuntimeError ("nan detected for
+output a") rather than return NaN. Check numeric pi first with ``require_consistent`` (which names
+the body), or keep an optimization inside the consistent set with the pivots or the log-Cholesky map.
+Glossary: pi (10 k) parameters, theta (10 k) log-Cholesky coordinates, J (4 x 4) pseudo-inertia,
+Sigma its 3 x 3 block.
 """
 
 import casadi as ca

@@ -19,6 +19,8 @@ import pytest
 import casrbd
 from casrbd import Body, Frame, Model, SingularMassMatrixError
 from casrbd.joints import FreeFlyer, Revolute
+from casrbd.models import random_tree
+from casrbd.parameters import model_parameters, with_parameters
 from casrbd.spatial import SE3, Inertia
 from casrbd.testing import random_state
 
@@ -159,3 +161,33 @@ def test_a_regular_model_is_not_refused():
     q, v, tau, F = random_state(model, np.random.default_rng(2))
     a = casrbd.aba(model, q, v, tau, F)
     assert np.max(np.abs(casrbd.rnea(model, q, v, a, F) - tau)) < 1e-10
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [("aba", {}), ("aba", {"jacobian": "analytical"}), ("minverse", {}), ("aba_derivatives", {})],
+)
+def test_parametrised_functions_raise_at_a_singular_pi(name, options):
+    """With pi an input (parameters=True), a pi whose leaf body is massless makes M(pi) singular: the
+    plain model at that pi is refused by name, and the Function's numeric calls (and its Jacobian's)
+    raise instead of returning NaN; at the model's own pi it is the plain algorithm."""
+    model = random_tree(3, seed=3)
+    pi = model_parameters(model)
+    massless = np.r_[pi[:-10], np.zeros(10)]
+    q, v, tau, _ = random_state(model, np.random.default_rng(3))
+    args = [q, v, tau] if name != "minverse" else [q]
+    plain = getattr(casrbd, name)
+    assert_refused(lambda: plain(with_parameters(model, massless, consistent=False), *args), [model.names[-1]])
+    f = casrbd.function(model, name, parameters=True, **options)
+    expected, got = plain(model, *args), f(*args, pi)
+    expected, got = (expected, got) if f.n_out() > 1 else ((expected,), (got,))
+    for x, y in zip(got, expected):
+        assert np.max(np.abs(np.array(x).reshape(np.shape(y)) - y)) < 1e-10
+    jacobian = f.jacobian()
+    for call in (
+        lambda: f(*args, massless),
+        lambda: f(*args, np.zeros_like(pi)),
+        lambda: jacobian(*args, massless, *got),
+    ):
+        with pytest.raises(RuntimeError, match="(nan|inf) detected for output"):
+            call()

@@ -395,7 +395,7 @@ def test_functions_are_cached_per_contact_set():
     [
         ([("FL_FOOOT", "3d")], {}, KeyError, "FL_FOOOT"),
         ([("FL_FOOT", "3d"), ("FL_FOOT", "6d")], {}, ValueError, "duplicate contact on frame 'FL_FOOT'"),
-        ([("FL_FOOT", "2d")], {}, ValueError, "unknown type '2d'"),
+        ([("FL_FOOT", "2d")], {}, ValueError, "unknown type '2d'; valid: '3d', '6d'"),
         (["FL_FOOT"], {}, ValueError, "expected \\(frame, '3d' \\| '6d'\\)"),
         ("FL_FOOT", {}, TypeError, "sequence"),
         ([("FL_FOOT", "3d", [0, 0])], {}, ValueError, "anchor of a 3d contact"),

@@ -36,13 +36,12 @@ Glossary: dc_dq, dc_dv (dc/dx), dID (dID/dx), W = L^-T dID, DY = D^-1 Y, cp the 
 (R, V, T, Q).
 """
 
-import functools
 from typing import NamedTuple
 
 import casadi as ca
 
 from ...model import per_model
-from ...spatial import ang, cross, lin, log6, motion_cross, se3_exp, skew, symmetric
+from ...spatial import lin, motion_cross, skew, symmetric
 from ...spec import Jacobian, Out, Spec, configuration, tangent
 from ..idsva import idsva
 from ..passes import ltdl
@@ -72,35 +71,16 @@ def frame_derivatives(model, w, frame, fMT, acceleration=True):
     return tuple(sum(x, ca.DM(6, model.nv)) for x in (dv_dq, da_dq, da_dv))
 
 
-@functools.cache
-def _jlog6():
-    """Jlog6 of a placement (R, p): d log6(X exp(xi)) / d xi at xi = 0, by AD of ``spatial.log6``."""
-    R, p, xi = ca.SX.sym("R", 3, 3), ca.SX.sym("p", 3), ca.SX.sym("xi", 6)
-    dR, dp = se3_exp(xi)
-    X = dynamics.SE3(ca.mtimes(R, dR), p + ca.mtimes(R, dp))
-    J = ca.substitute(ca.jacobian(log6(X), xi), xi, ca.DM.zeros(6))
-    return ca.Function("jlog6", [R, p], [J])
-
-
 def constraint_derivatives(model, kin, contacts, kp=0.0, kd=0.0):
     """(dc/dq, dc/dv) stacked over the contacts, local axes, at the pass ``kin`` (at ddq)."""
     dq, dv = [], []
     for c, fm, J in zip(contacts, kin.fm, kin.J6):
         vdq, adq, adv = frame_derivatives(model, kin.world, c.frame, fm.fMT)
-        if c.type == "3d":  # classical: d(a_lin + w x v_lin)
-            w, vl = ang(fm.v), lin(fm.v)
-            dq_c = lin(adq) + cross(w, lin(vdq)) - cross(vl, ang(vdq))
-            dv_c = lin(adv) + cross(w, lin(J)) - cross(vl, ang(J))
-        else:
-            dq_c, dv_c = adq, adv
+        dq_c, dv_c = c.kind.acceleration_derivatives(fm.v, J, vdq, adq, adv)
         if kd:
             dq_c, dv_c = dq_c + kd * c.select(vdq), dv_c + kd * c.select(J)
         if kp:
-            if c.type == "3d":
-                dq_c = dq_c + kp * (lin(J) + cross(dynamics.position_error(c, fm.oMf), ang(J)))
-            else:
-                X = dynamics.anchor_placement(c).inverse() * fm.oMf
-                dq_c = dq_c + kp * ca.mtimes(_jlog6()(X.R, X.p), J)
+            dq_c = dq_c + kp * c.kind.position_error_jacobian(c.anchor, fm.oMf, J)
         dq.append(dq_c)
         dv.append(dv_c)
     return ca.vertcat(ca.DM(0, model.nv), *dq), ca.vertcat(ca.DM(0, model.nv), *dv)
@@ -112,8 +92,7 @@ def contact_forces(model, contacts, lam):
     cols = [0] * model.njoints
     k = 0
     for c in contacts:
-        f = lam[k : k + c.rows]
-        f = ca.vertcat(f, ca.DM.zeros(3, 1)) if c.type == "3d" else f
+        f = c.kind.force(lam[k : k + c.rows])
         j = model.frames[c.frame].joint
         cols[j] = cols[j] + model.frames[c.frame].placement.act_force(f)
         k += c.rows
@@ -222,8 +201,7 @@ def world_aligned(contacts, kin, lam, d_dq, others):
     lam_w = dynamics.in_reference(contacts, kin.fm, lam, "local_world_aligned")
     turn, k = [], 0
     for c, fm, J6 in zip(contacts, kin.fm, kin.J6):
-        RJa = ca.mtimes(fm.oMf.R, ang(J6))
-        turn += [-cross(lam_w[k + r : k + r + 3], RJa) for r in range(0, c.rows, 3)]
+        turn += c.kind.world_turn(lam_w[k : k + c.rows], fm.oMf.R, J6)
         k += c.rows
     return (rotated[0] + ca.vertcat(ca.DM(0, d_dq.shape[1]), *turn), *rotated[1:])
 

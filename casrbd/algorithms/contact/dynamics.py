@@ -15,9 +15,9 @@ bodies' branches, J M^-1 J^T = Y^T D^-1 Y, J M^-1 (tau - b) = Y^T D^-1 z for
 z = L^-T (tau - b), and ddq = L^-1 D^-1 (z + Y lambda), one forward
 substitution. Impulses solve M (v+ - v-) = J^T P, J v+ + r J v- + mu P = 0.
 
-Contacts (Pinocchio's ``RigidConstraintModel`` with joint2 the world):
-``(frame, "3d")`` a point contact at the frame's origin (3 rows: the linear
-velocity of that point), ``(frame, "6d")`` a frame contact (6 rows);
+Contacts (Pinocchio's ``RigidConstraintModel`` with joint2 the world; the
+types in ``types.py``): ``(frame, "3d")`` a point contact at the frame's origin
+(3 rows: the linear velocity of that point), ``(frame, "6d")`` a frame contact (6 rows);
 lambda is stacked in contact order, 3 forces per 3d contact and a wrench
 [force; torque] per 6d contact, at the frame's origin, in the frame's axes
 (``reference="local"``) or world axes (``"local_world_aligned"``). gamma is
@@ -37,12 +37,11 @@ factors of M; Y, z, DY = D^-1 Y; lam the local lambda; fm the contact frames'
 from typing import NamedTuple
 
 import casadi as ca
-import numpy as np
 
-from ...spatial import SE3, log6, symmetric
+from ...spatial import symmetric
 from ...spec import Out, Spec, configuration, tangent
 from ..crba import crba
-from ..frame_motion import classical, frame_motion, kinematic_pass, rotate
+from ..frame_motion import frame_motion, kinematic_pass
 from ..passes import ltdl
 from ..passes.tree import dof_ancestors
 from ..passes.world import local_jacobian
@@ -68,20 +67,8 @@ def contact_kinematics(model, q, v, a, contacts):
 
 
 def contact_acceleration(c, fm):
-    """The constrained acceleration: classical (3d, the point's) or spatial (6d), local axes."""
-    return c.select(classical(fm.v, fm.a)) if c.type == "3d" else fm.a
-
-
-def anchor_placement(c):
-    A = np.array(c.anchor).reshape(4, 4)
-    return SE3(A[:3, :3], A[:3, 3])
-
-
-def position_error(c, oMf):
-    """e_p: R^T (p - p*) (3d) or log6(anchor^-1 oMf) (6d)."""
-    if c.type == "3d":
-        return ca.mtimes(oMf.R.T, oMf.p - np.array(c.anchor))
-    return log6(anchor_placement(c).inverse() * oMf)
+    """The constrained acceleration c of the contact type, local axes (the drift gamma at ddq = 0)."""
+    return c.kind.acceleration(fm.v, fm.a)
 
 
 def baumgarte(contacts, kin, kp, kd):
@@ -94,7 +81,7 @@ def baumgarte(contacts, kin, kp, kd):
         if kd:
             target = target - kd * c.select(fm.v)
         if kp:
-            target = target - kp * position_error(c, fm.oMf)
+            target = target - kp * c.kind.position_error(c.anchor, fm.oMf)
         out.append(target)
     return ca.vertcat(*out)
 
@@ -191,7 +178,7 @@ def in_reference(contacts, fms, lam, reference):
     out, k = [], 0
     for c, fm in zip(contacts, fms):
         block = lam[k : k + c.rows, :]
-        out.append(ca.mtimes(fm.oMf.R, block) if c.type == "3d" else rotate(fm.oMf.R, block))
+        out.append(c.kind.to_world(fm.oMf.R, block))
         k += c.rows
     return ca.vertcat(*out)
 
@@ -203,7 +190,7 @@ def local_forces(contacts, fms, lam, reference):
     out, k = [], 0
     for c, fm in zip(contacts, fms):
         block = lam[k : k + c.rows]
-        out.append(ca.mtimes(fm.oMf.R.T, block) if c.type == "3d" else rotate(fm.oMf.R.T, block))
+        out.append(c.kind.to_world(fm.oMf.R.T, block))
         k += c.rows
     return ca.vertcat(*out)
 

@@ -1,9 +1,10 @@
 """Contact sets: what ``constraint_dynamics`` and ``impulse_dynamics`` take, checked when their
 Function is built.
 
-A contact is (frame name or index, "3d" | "6d"), or (frame, type, anchor) with the world point (3d)
-or 4 x 4 placement (6d) that the Baumgarte gain kp pulls the contact frame to (Pinocchio's
-``RigidConstraintModel`` with joint2 the world and joint2_placement the anchor). ``resolve_contacts``
+A contact is (frame name or index, type), or (frame, type, anchor) with the anchor that the
+Baumgarte gain kp pulls the contact frame to (Pinocchio's ``RigidConstraintModel`` with joint2 the
+world and joint2_placement the anchor); the type is a name in ``types.CONTACT_TYPES``: "3d" (a point,
+anchored at a world point) or "6d" (a frame, anchored at a 4 x 4 placement). ``resolve_contacts``
 turns a sequence of them into a ``ContactSet`` (hashable: the Function is cached per contact set),
 refusing unknown frames and types and duplicate frames; ``check_contacts`` refuses a set whose
 contact Jacobian is rank deficient (redundant contacts: the forces are not unique), found at a
@@ -17,28 +18,32 @@ import casadi as ca
 import numpy as np
 
 from ...model import per_model
-from ...spatial import lin
 from ...spec import REQUIRED, Option
 from ..configuration import integrate, neutral
 from ..passes.world import local_jacobian, world_pass
+from .types import CONTACT_TYPES
 
-TYPES = {"3d": 3, "6d": 6}
 REFERENCES = ("local", "local_world_aligned")
 
 
 class Contact(NamedTuple):
     frame: int
-    type: str  # "3d" or "6d"
+    type: str  # its name in CONTACT_TYPES
     name: str  # the frame's name
-    anchor: tuple = None  # the world point (3d) or placement (6d, 4 x 4 row-major) that kp pulls to
+    anchor: tuple = None  # what kp pulls to, flattened (a world point; a 4 x 4 placement, row-major)
+
+    @property
+    def kind(self):
+        """Its ``types.ContactType``."""
+        return CONTACT_TYPES[self.type]
 
     @property
     def rows(self):
-        return TYPES[self.type]
+        return self.kind.rows
 
     def select(self, m):
         """The rows of a motion or force (set) that this contact constrains."""
-        return lin(m) if self.type == "3d" else m
+        return self.kind.select(m)
 
 
 class ContactSet(tuple):
@@ -50,36 +55,35 @@ class ContactSet(tuple):
 
 
 def _anchor(entry, kind, anchor):
-    shape = (3,) if kind == "3d" else (4, 4)
+    t = CONTACT_TYPES[kind]
     try:
         x = np.asarray(anchor, dtype=float)
     except (TypeError, ValueError, OverflowError):  # OverflowError: a Python int beyond float's range
         x = np.full(1, np.nan)
-    if x.shape != shape or not np.all(np.isfinite(x)):
-        raise ValueError(
-            f"contact {entry!r}: the anchor of a {kind} contact must be "
-            f"{'a world point (3 numbers)' if kind == '3d' else 'a 4 x 4 homogeneous placement'}, got {anchor!r}"
-        )
-    if kind == "6d" and not (
-        np.allclose(x[:3, :3].T @ x[:3, :3], np.eye(3), atol=1e-9) and np.allclose(x[3], [0, 0, 0, 1])
-    ):
-        raise ValueError(f"contact {entry!r}: the anchor is not a rigid placement (rotation, translation)")
+    if x.shape != t.anchor_shape or not np.all(np.isfinite(x)):
+        raise ValueError(f"contact {entry!r}: the anchor of a {kind} contact must be {t.anchor_what}, got {anchor!r}")
+    refused = t.check_anchor(x)
+    if refused:
+        raise ValueError(f"contact {entry!r}: {refused}")
     return tuple(x.ravel().tolist())
 
 
+KNOWN = " | ".join(map(repr, CONTACT_TYPES))  # '3d' | '6d'
+
+
 def resolve_contacts(model, contacts):
-    """``contacts``: a sequence of (frame name or index, "3d" | "6d"[, anchor]) -> ``ContactSet``."""
+    """``contacts``: a sequence of (frame name or index, type[, anchor]) -> ``ContactSet``."""
     if isinstance(contacts, (str, bytes)) or not hasattr(contacts, "__iter__"):
-        raise TypeError(f"contacts must be a sequence of (frame, '3d' | '6d') pairs, got {contacts!r}")
+        raise TypeError(f"contacts must be a sequence of (frame, {KNOWN}) pairs, got {contacts!r}")
     out, seen = [], {}
     for entry in contacts:
         if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
-            raise ValueError(f"contact {entry!r}: expected (frame, '3d' | '6d') or (frame, type, anchor)")
+            raise ValueError(f"contact {entry!r}: expected (frame, {KNOWN}) or (frame, type, anchor)")
         if not isinstance(entry[0], (str, int, np.integer)):  # before a dict lookup (unhashable)
             raise TypeError(f"contact {entry!r}: the frame must be a name or an index, got {type(entry[0]).__name__}")
         frame, kind = model.frame_index(entry[0]), entry[1]
-        if not isinstance(kind, str) or kind not in TYPES:
-            raise ValueError(f"contact {entry!r}: unknown type {kind!r}; valid: '3d', '6d'")
+        if not isinstance(kind, str) or kind not in CONTACT_TYPES:
+            raise ValueError(f"contact {entry!r}: unknown type {kind!r}; valid: {', '.join(map(repr, CONTACT_TYPES))}")
         name = model.frames[frame].name
         if frame in seen:
             raise ValueError(f"duplicate contact on frame {name!r}: {seen[frame]!r} and {entry!r}")
