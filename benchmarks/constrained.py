@@ -14,12 +14,13 @@ four variants, all from Crocoddyl's guess (the standing state, quasi-static torq
 - ``hard``: every running knot's cone barrier replaced by a hard constraint on the same residual with the
   same bounds (the barrier's zero set), plus the torque constraints; CSQP.
 
-Reported per solve: CPU time (``time.process_time`` around ``solve``, the fastest of up to REPEATS), iterations,
-CSQP's QP (ADMM) iterations summed over its iterations, the cost (``problem.calc``), the largest violation of
-the variant's hard constraints (the constraint models' residuals against their bounds, evaluated here; for
-FDDP and BoxFDDP, of the ``hard`` and ``torque`` variants' constraints at their solution) and the largest
-dynamics defect. ``knot_spec`` lists, per knot, what the casrbd problem layer must build to be the same
-problem. Writes benchmarks/results/constrained.md.
+CSQP runs twice on each, its QPs to the example's and to the library's default tolerance. Reported per
+solve: CPU time (``time.process_time`` around ``solve``, the fastest of up to REPEATS), iterations, CSQP's
+QP (ADMM) iterations summed over its iterations, the stopping criterion where it stopped, the cost
+(``problem.calc``), the largest violation of the cone and of the torque constraints (the constraint models'
+residuals against their bounds, evaluated here; for FDDP's and BoxFDDP's solutions, of the ``hard`` and
+``torque`` variants' constraints) and the largest dynamics defect. ``knot_spec`` lists, per knot, what the
+casrbd problem layer must build to be the same problem. Writes benchmarks/results/constrained.md.
 """
 
 import argparse
@@ -49,9 +50,10 @@ ROBOTS = {"trot": "solo12", "jump": "solo12", "walk": "talos"}
 VARIANTS = ("penalty", "box", "torque", "hard")
 CONES = (crocoddyl.ResidualModelContactFrictionCone, crocoddyl.ResidualModelContactWrenchCone)
 REPEATS, REPEAT_BUDGET = 3, 20.0
-# CSQP's termination tolerance (its KKT residual) and its QPs' (ADMM) eps_abs = eps_rel, as in mim-solvers'
-# solo12 example; a tolerance of 1e-5 is not met (the inexact QPs leave a KKT residual above it)
-TOL, QP_EPS = 1e-4, 1e-6
+# CSQP's termination tolerance (its KKT residual), as in mim-solvers' solo12 example (1e-5 is not met on the
+# trot: the inexact QPs leave a KKT residual above it), and its QPs' (ADMM) eps_abs = eps_rel: the example's
+# 1e-6 and the library's default 1e-4
+TOL, QP_EPS = 1e-4, (1e-6, 1e-4)
 MAX_ITER, MAX_QP_ITERS = 100, 1000
 # Crocoddyl FDDP's cost on the penalty problems as the results of benchmarks.crocoddyl and .humanoid give it
 # (crocoddyl 3.2.1): the sanity line that these problems are those
@@ -234,20 +236,20 @@ class QPIterations(mim_solvers.CallbackAbstract):
         self.total += solver.qp_iters
 
 
-def solver_for(kind, problem):
+def solver_for(kind, problem, qp_eps=None):
     if kind == "FDDP":
         return crocoddyl.SolverFDDP(problem)
     if kind == "BoxFDDP":
         return crocoddyl.SolverBoxFDDP(problem)
     solver = mim_solvers.SolverCSQP(problem)
     solver.termination_tolerance = TOL
-    solver.eps_abs = solver.eps_rel = QP_EPS
+    solver.eps_abs = solver.eps_rel = qp_eps
     solver.max_qp_iters = MAX_QP_ITERS
     solver.with_callbacks = False
     return solver
 
 
-def solve(kind, problem, x0):
+def solve(kind, problem, x0, qp_eps=None):
     """Solves from Crocoddyl's guess, REPEATS times while the solves so far took under REPEAT_BUDGET CPU
     seconds; the fastest counts. CSQP's QP iterations are summed by a callback (one Python call per
     iteration, in every solve)."""
@@ -255,7 +257,7 @@ def solve(kind, problem, x0):
     us0 = problem.quasiStatic(xs0[:-1])
     best, spent = np.inf, 0.0
     for _ in range(REPEATS):
-        solver = solver_for(kind, problem)
+        solver = solver_for(kind, problem, qp_eps)
         if kind == "CSQP":
             counter = QPIterations()
             solver.setCallbacks([counter])
@@ -266,7 +268,7 @@ def solve(kind, problem, x0):
         if spent > REPEAT_BUDGET:
             break
     return {
-        "solver": kind,
+        "solver": kind if qp_eps is None else f"{kind}, QP eps {qp_eps:g}",
         "converged": converged,
         "cpu": best,
         "iterations": solver.iter,
@@ -278,7 +280,8 @@ def solve(kind, problem, x0):
     }
 
 
-SOLVERS = {"penalty": "FDDP", "box": "BoxFDDP", "torque": "CSQP", "hard": "CSQP"}
+RUNS = [("penalty", "FDDP", None), ("box", "BoxFDDP", None)]
+RUNS += [(variant, "CSQP", eps) for variant in ("torque", "hard") for eps in QP_EPS]
 # what each variant's solution is checked against: its own constraints, or for the penalty and box
 # variants those of the variants that state the same sets as hard constraints
 CHECKED_BY = {"penalty": "hard", "box": "torque", "torque": "torque", "hard": "hard"}
@@ -296,7 +299,7 @@ def main(argv=None):
     threads = os.environ["OMP_NUM_THREADS"]
     lines = [
         f"crocoddyl {crocoddyl.__version__}, mim-solvers 0.3.0, OMP_NUM_THREADS={threads}, problem.nthreads=1; "
-        f"CSQP: termination_tolerance {TOL:g}, eps_abs = eps_rel = {QP_EPS:g}, max_qp_iters {MAX_QP_ITERS}; "
+        f"CSQP: termination_tolerance {TOL:g}, max_qp_iters {MAX_QP_ITERS}; "
         f"CPU time the fastest of up to {REPEATS} solves (within {REPEAT_BUDGET:g} s), at most {MAX_ITER} iterations. "
         f"Torque limits: solo12 {SOLO12_TORQUE} N m on every joint (its actuators' peak), Talos its URDF's efforts. "
         "Measured on a shared 2-core machine under other jobs' load: CPU times drift by tens of percent.\n",
@@ -307,9 +310,9 @@ def main(argv=None):
     sanity = []
     for name in args.problems.split(","):
         problems = {v: build(name, v) for v in VARIANTS}
-        for variant in VARIANTS:
+        for variant, kind, qp_eps in RUNS:
             problem, x0 = problems[variant]
-            r = solve(SOLVERS[variant], problem, x0)
+            r = solve(kind, problem, x0, qp_eps)
             cost = problem.calc(list(r["xs"]), list(r["us"]))
             checked = CHECKED_BY[variant]
             viol = violation(problems[checked][0], r["xs"], r["us"])
