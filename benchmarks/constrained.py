@@ -38,6 +38,7 @@ import example_robot_data  # noqa: E402
 import mim_solvers  # noqa: E402
 import numpy as np  # noqa: E402
 from crocoddyl.utils.biped import SimpleBipedGaitProblem  # noqa: E402
+from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem  # noqa: E402
 
 from benchmarks.crocoddyl import PROBLEMS, defect  # noqa: E402
 from benchmarks.humanoid import SIZES as WALK  # noqa: E402
@@ -63,6 +64,8 @@ FDDP_REFERENCE["walk"] = (5117.668763, "humanoid.md")
 
 def base_problem(name):
     """Crocoddyl's own problem ``name`` (trot, jump, walk), one thread, and its initial state."""
+    if name not in ROBOTS:
+        raise ValueError(f"problem {name!r}: expected one of {list(ROBOTS)}")
     robot = example_robot_data.load(ROBOTS[name])
     if name == "walk":
         x0 = np.r_[robot.model.referenceConfigurations["half_sitting"], np.zeros(robot.model.nv)]
@@ -70,8 +73,6 @@ def base_problem(name):
             x0, *WALK
         )
     else:
-        from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem
-
         x0 = np.r_[robot.model.referenceConfigurations["standing"], np.zeros(robot.model.nv)]
         gait = SimpleQuadrupedalGaitProblem(robot.model, "FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
         problem = PROBLEMS[name](gait, x0)
@@ -80,7 +81,7 @@ def base_problem(name):
 
 
 def torque_limit(name, model):
-    """The joint torque bound: Solo12's actuators' peak; Talos' URDF efforts (its actuators' ratings)."""
+    """The joint torque bound: Solo12's actuators' peak; Talos' URDF efforts."""
     return np.full(model.nv - 6, SOLO12_TORQUE) if ROBOTS[name] == "solo12" else model.effortLimit[6:].copy()
 
 
@@ -112,7 +113,7 @@ def constrained_knot(model, tau, hard_cones):
 
 def build(name, variant):
     """Crocoddyl's problem ``name`` in ``variant`` (penalty, box, torque, hard) and its initial state. The
-    impulse knots (no control) and the terminal knot (no control; its cone terms are zero) stay as built."""
+    impulse knots and the terminal knot (no control) stay as built, the terminal's cone barriers included."""
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r}: expected one of {VARIANTS}")
     problem, x0 = base_problem(name)
@@ -126,7 +127,9 @@ def build(name, variant):
             if variant == "box":
                 m.u_lb, m.u_ub = -tau, tau
             else:
-                m = rebuilt.setdefault(id(m), constrained_knot(m, tau, variant == "hard"))
+                if id(m) not in rebuilt:
+                    rebuilt[id(m)] = constrained_knot(m, tau, variant == "hard")
+                m = rebuilt[id(m)]
         knots.append(m)
     problem = crocoddyl.ShootingProblem(x0, knots, problem.terminalModel)
     problem.nthreads = 1
@@ -145,8 +148,13 @@ def _residual(residual, frames):
         out.update(mu=ref.mu, facets=ref.nf, inner=ref.inner_appr, rotation=np.array(ref.R), box=np.array(ref.box))
         out.update(min_nforce=ref.min_nforce, max_nforce=ref.max_nforce)
     elif ref is not None and not isinstance(residual, crocoddyl.ResidualModelControl):
-        out["reference"] = np.array(ref.translation if hasattr(ref, "translation") else ref, dtype=float)
+        out["reference"] = _placement(ref)
     return out
+
+
+def _placement(ref):
+    """A reference as numbers: an SE3 as its 4x4 matrix, anything else as an array."""
+    return np.array(ref.homogeneous if hasattr(ref, "homogeneous") else ref, dtype=float)
 
 
 def _activation(activation):
@@ -159,10 +167,12 @@ def _activation(activation):
 
 
 def knot_spec(problem):
-    """Per knot (running ones, then the terminal): its kind (``running``, ``impulse``, ``terminal``), its time
-    step, its contacts (frame, contact type, Baumgarte gains, reference frame), its costs (name, weight,
-    residual, frame, reference, activation with its weights or barrier bounds), its hard constraints (name,
-    residual, frame, cone: mu, facets, inner approximation, rotation; lb, ub) and its control bounds."""
+    """Per knot (running ones, then the terminal): its kind (``running``, ``terminal``), whether it is an
+    impulse, its time step and (impulses) restitution, its contacts (frame, contact type, Baumgarte gains, reference
+    frame, reference), its costs (name, weight, active, residual, frame, reference, activation with its
+    weights or barrier bounds), its hard constraints (name, residual, frame, cone: mu, facets, inner
+    approximation, rotation, for wrench cones the sole's box and normal-force bounds; lb, ub) and its control
+    bounds (None where the model has none)."""
     frames = problem.runningModels[0].state.pinocchio.frames
     spec = []
     models = [(m, "running") for m in problem.runningModels] + [(problem.terminalModel, "terminal")]
@@ -176,13 +186,15 @@ def knot_spec(problem):
                 "type": type(c).__name__,
                 "gains": None if impulse else np.array(c.gains),
                 "reference_frame": str(c.type),
+                "reference": None if impulse else _placement(c.reference),
             }
             for c in (item.impulse if impulse else item.contact for item in points.todict().values())
         ]
         costs = [
-            {"name": n, "weight": it.weight, **_residual(it.cost.residual, frames), **_activation(it.cost.activation)}
+            {"name": n, "weight": it.weight, "active": it.active}
+            | _residual(it.cost.residual, frames)
+            | _activation(it.cost.activation)
             for n, it in d.costs.costs.todict().items()
-            if it.active
         ]
         constraints = [
             {
@@ -195,8 +207,10 @@ def knot_spec(problem):
         ]
         spec.append(
             {
-                "kind": "impulse" if impulse else kind,
+                "kind": kind,
+                "impulse": impulse,
                 "dt": 0.0 if impulse else m.dt,
+                "restitution": m.r_coeff if impulse else None,
                 "contacts": contacts,
                 "costs": costs,
                 "constraints": constraints,
