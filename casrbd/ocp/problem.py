@@ -229,10 +229,19 @@ class Problem:
             if knot is not None:
                 x = st.step(out[1])
         self.x, self.u = st.x, st.u
+        opti.minimize(self.cost)
+        self._set_initial(self.guess())
 
     def add_cost(self, expression):
         """Adds an expression of the problem's variables to the objective."""
         self.cost = self.cost + expression
+        self.opti.minimize(self.cost)
+
+    def _set_initial(self, start):
+        xs, us = (start.xs, start.us) if isinstance(start, Solution) else (start["xs"], start["us"])
+        for var, value in [*zip(self.x, xs), *zip(self.u, us)]:
+            if var.numel():
+                self.opti.set_initial(var, value)
 
     def guess(self):
         """The default initial guess: x0 at every knot, each knot's control guess (zero where none)."""
@@ -246,16 +255,12 @@ class Problem:
         """Solve with ``solver`` ("fatrop", "ipopt") from ``guess`` (a ``Solution`` or {"xs", "us"};
         default ``self.guess()``); ``warm_start``: a ``Solution`` whose states, controls and (IPOPT)
         multipliers start the solve. ``options``: the solver's own, by name. Returns a ``Solution``."""
-        start = warm_start or guess or self.guess()
-        xs, us = (start.xs, start.us) if isinstance(start, Solution) else (start["xs"], start["us"])
         opti = self.opti
-        for var, value in [*zip(self.x, xs), *zip(self.u, us)]:
-            if var.numel():
-                opti.set_initial(var, value)
+        self._set_initial(warm_start or guess or self.guess())
         warm = warm_start is not None and solver == "ipopt"
         if warm:
             opti.set_initial(opti.lam_g, warm_start.lam_g)
-        opti.minimize(self.cost)
+        opti.minimize(self.cost)  # unscaled: Stagewise.solver scales it for fatrop
         opts = solver_options(solver=solver, verbose=verbose, expand=self.compiled, warm_start=warm, **options)
         self.stagewise.solver(solver, opts)
         stats = solve_opti(opti)
