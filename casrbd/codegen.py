@@ -580,13 +580,14 @@ def _load(entry, key, everything, names, seconds):
     if actual != recorded_hash:
         raise _BadEntry(library, "differs from the library built (its hash): truncated, corrupted or replaced")
     loaded = {}
-    for f in everything:
+    for f in names if everything is None else everything:  # None: load_library's, no Functions to compare
+        name = f if everything is None else f.name()
         try:
-            loaded[f.name()] = ca.external(f.name(), str(library))
+            loaded[name] = ca.external(name, str(library))
         except RuntimeError as e:
-            raise _BadEntry(library, f"does not load {f.name()} ({str(e).splitlines()[-1]})") from None
-        if _signature(loaded[f.name()]) != _signature(f):
-            raise _BadEntry(library, f"holds a {f.name()} of another signature than the one built")
+            raise _BadEntry(library, f"does not load {name} ({str(e).splitlines()[-1]})") from None
+        if everything is not None and _signature(loaded[name]) != _signature(f):
+            raise _BadEntry(library, f"holds a {name} of another signature than the one built")
     with contextlib.suppress(OSError):  # its last use, for prune_cache (a read-only cache stays as it is)
         os.utime(manifest)
     return Library(library, entry / record["source"], {n: loaded[n] for n in names}, seconds)
@@ -672,13 +673,38 @@ def sx_instructions(functions):
     return sum(seen.values())
 
 
-def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=None, jobs=None, memo=None):
+def _entry_key(name, flags, compiler, kept, content):
+    """The cache entry and key of a library: its Functions (``content``) and how they are compiled."""
+    wrapper = f"{MEMO_WRAPPER}{MEMO_BYTES} {MEMO_SLOTS} {MEMO_WAYS} cse" if kept else ""
+    parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, *kept, wrapper, _cpu(), content]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+    return cache_dir() / f"{name}-{key}", key
+
+
+def load_library(name, description, names, flags=DEFAULT_FLAGS, compiler=None, memo=()):
+    """The Library that ``compile_libraries(..., memo={name: memo}, keys={name: description})`` wrote,
+    with its Functions ``names``, if it is cached and passes the checks of the module docstring (but
+    for the Functions' signatures: there are none to compare); else None. A caller that describes its
+    Functions loads them so without building their graphs."""
+    entry, key = _entry_key(name, tuple(flags), find_compiler(compiler), tuple(memo), description)
+    if not entry.exists():
+        return None
+    try:
+        return _load(entry, key, None, names, None)
+    except _BadEntry as e:
+        warnings.warn(f"casrbd.codegen: not loading the cached library: {e}", CacheWarning, stacklevel=2)
+        return None
+
+
+def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=None, jobs=None, memo=None, keys=None):
     """``compile_functions`` for several libraries, ``{name: [Functions]}``: the ones not in the cache
     are generated one after the other, the largest first (``sx_instructions``), each compiled as soon as
     it is generated, ``jobs`` compilers at a time (default: the CPUs this process may use). ``flags``:
     the compiler flags of every library, or ``{name: flags}`` per library. ``memo``: ``{name: [Function
     names]}``, Functions called inside a library's Functions whose outputs the library keeps per input
-    (``memoize``) and whose C is written from their common subexpressions (``eliminate_common``). Returns
+    (``memoize``) and whose C is written from their common subexpressions (``eliminate_common``).
+    ``keys``: ``{name: description}``, a string that determines a library's Functions, keys its cache
+    entry in place of their serialization (``load_library`` finds it by the same description). Returns
     the Libraries in the given order."""
     per_library = flags if isinstance(flags, dict) else dict.fromkeys(libraries, flags)
     if set(per_library) != set(libraries):
@@ -692,15 +718,16 @@ def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=Non
         check_names(functions, name)
         # the serializations hold the model's constants and every derivative shipped with the Functions
         everything = _with_derivatives(functions)
-        packed = ca.StringSerializer()
-        packed.pack(everything)  # the Functions they share (a stage's linearisation), written once
-        kept = tuple(memo.get(name, ()))
+        if keys and name in keys:
+            content = keys[name]
+        else:
+            packed = ca.StringSerializer()
+            packed.pack(everything)  # the Functions they share (a stage's linearisation), written once
+            content = packed.encode()
         # memo tables as written, and their Functions' C written from the common subexpressions
-        wrapper = f"{MEMO_WRAPPER}{MEMO_BYTES} {MEMO_SLOTS} {MEMO_WAYS} cse" if kept else ""
-        flags = per_library[name]
-        parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, *kept, wrapper, _cpu(), packed.encode()]
-        key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
-        plans.append((cache_dir() / f"{name}-{key}", key, everything, name, [f.name() for f in functions], kept))
+        kept = tuple(memo.get(name, ()))
+        entry, key = _entry_key(name, per_library[name], compiler, kept, content)
+        plans.append((entry, key, everything, name, [f.name() for f in functions], kept))
     found, builds = {}, {}
     missing = []
     for entry, key, everything, name, names, kept in plans:

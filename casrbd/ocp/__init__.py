@@ -24,10 +24,8 @@ from .problem import HESSIAN_MODELS, Problem, Solution
 from .residuals import (
     CoMPosition,
     CoMVelocity,
-    Constraint,
     ContactForce,
     Control,
-    Cost,
     FootClearance,
     FramePlacement,
     FrameTranslation,
@@ -36,16 +34,14 @@ from .residuals import (
     JointPosition,
     JointTorque,
     JointVelocity,
-    Quadratic,
-    QuadraticBarrier,
     Residual,
     State,
-    WeightedQuadratic,
     WrenchCone,
 )
 from .solvers import COMPILE_FLAGS, HESSIANS, SOLVERS, STAT_FIELDS, format_stats, solve, solver_options
 from .stages import SX_PRODUCTS_MAX, gauss_newton, gauss_newton_stage, sx_second_order
 from .stagewise import MAX_GRADIENT, Stagewise
+from .terms import Constraint, Cost, Quadratic, QuadraticBarrier, WeightedQuadratic
 from .transcription import (
     DYNAMICS,
     JACOBIANS,

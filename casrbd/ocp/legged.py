@@ -20,20 +20,17 @@ from .knots import Knot, contact_dynamics, free_dynamics, impulse
 from .problem import Problem
 from .residuals import (
     CoMPosition,
-    Constraint,
     Control,
-    Cost,
     FramePlacement,
     FrameTranslation,
     FrictionCone,
     JointPosition,
     JointTorque,
     JointVelocity,
-    QuadraticBarrier,
     State,
-    WeightedQuadratic,
     WrenchCone,
 )
+from .terms import Constraint, Cost, QuadraticBarrier, WeightedQuadratic
 
 SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 SOLO_STANDING = np.r_[0, 0, 0.235, 0, 0, 0, 1, 0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]

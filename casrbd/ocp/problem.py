@@ -9,6 +9,7 @@ exact second order (``sx_second_order``) and whose dynamics and constraints casa
 and control bounds are declared after each stage's control, so fatrop keeps its Riccati structure.
 """
 
+import collections
 import hashlib
 
 import casadi as ca
@@ -16,24 +17,47 @@ import numpy as np
 
 from ..spec import choice
 from . import knots as _knots
-from .compile import compile_stages
-from .residuals import Cost, FramePlacement, JointTorque
+from .compile import compile_stages, load_stages
+from .residuals import FramePlacement, JointTorque
 from .solvers import solve as solve_opti
 from .solvers import solver_options
 from .stages import gauss_newton_stage, sx_second_order
 from .stagewise import Stagewise
+from .terms import Cost
 
 HESSIAN_MODELS = ("gauss-newton", "exact")
+STAGE_BUILDS = collections.Counter()  # stage Functions built, by name (a warm compiled build builds none)
 
 
 class Stage:
-    """A stage Function and what its calls need: ``function`` (x, u, p) -> (cost, x_next[, h]), the bounds
-    of h (``lower``, ``upper``), the control's (``u_lower``, ``u_upper``, or None), the transition
-    (x, u) -> (x_next, forces) and its force slices by frame, and the terms that make up p."""
+    """A stage Function and what its calls need, from the knot's description alone (no graph): ``function``
+    (x, u, p) -> (cost, x_next[, h]), the bounds of h (``lower``, ``upper``), the control's (``u_bounds``,
+    or None), the force slices by contact frame, the terms that make up p; ``transition`` (x, u) ->
+    (x_next, forces), built when first asked for."""
 
-    def __init__(self, function, terms, lower, upper, u_bounds, transition, forces):
-        self.function, self.terms, self.lower, self.upper = function, terms, lower, upper
-        self.u_bounds, self.transition, self.forces = u_bounds, transition, forces
+    def __init__(self, model, kind, knot, terms, hessian, function):
+        self.model, self.kind, self.knot, self.terms, self.hessian = model, kind, knot, terms, hessian
+        self.function, self.forces = function, {} if knot is None else knot.dynamics.force_slices()
+        nu, lower, upper, self.u_bounds = _knots.control_size(model, kind), [], [], None
+        for t in terms:
+            if isinstance(t, Cost):
+                continue
+            if isinstance(t.residual, JointTorque):  # bounds on u: simple bounds
+                if kind != "running":
+                    raise ValueError(f"a {kind} knot: constraint {t.name!r} bounds a control, and it has none")
+                self.u_bounds = t.bounds(model, nu)
+            else:
+                lb, ub = t.bounds(model, t.residual.size(model))
+                lower.append(lb)
+                upper.append(ub)
+        self.lower, self.upper = (np.concatenate(lower), np.concatenate(upper)) if lower else (np.zeros(0),) * 2
+
+    @property
+    def transition(self):
+        if self.knot is None:
+            return None
+        second_order = "ad" if self.hessian == "gauss-newton" else "analytical"
+        return _knots.transition(self.model, self.knot.dynamics, self.knot.dt, self.knot.integrator, second_order)
 
     def parameters(self, model, terms):
         """p of a knot with these ``terms`` (the stage's, by name): each term's reference, then its weight."""
@@ -76,15 +100,16 @@ def stage_name(description):
     return f"{description[0]}_{hashlib.sha256(repr(description).encode()).hexdigest()[:10]}"
 
 
-def build_stage(model, kind, knot, terms, hessian):
-    """The ``Stage`` of a knot (None: the terminal costs ``terms``) of ``kind`` "running", "impulse" or
-    "terminal"."""
+def stage_function(model, kind, knot, terms, hessian):
+    """The stage Function of a knot (None: the terminal ``terms``) of ``kind`` "running", "impulse" or
+    "terminal" (``STAGE_BUILDS`` counts the calls)."""
     choice("hessian", hessian, HESSIAN_MODELS)
     name = stage_name(describe(kind, knot, terms))
+    STAGE_BUILDS[name] += 1
     nq, nv, nu = model.nq, model.nv, _knots.control_size(model, kind)
     X, U = ca.MX.sym("x", nq + nv), ca.MX.sym("u", nu)
     if knot is None:
-        transition, slices, (x_next, lam) = None, {}, (X, ca.MX(0, 1))
+        slices, (x_next, lam) = {}, (X, ca.MX(0, 1))
     else:
         second_order = "ad" if hessian == "gauss-newton" else "analytical"
         transition = _knots.transition(model, knot.dynamics, knot.dt, knot.integrator, second_order)
@@ -110,23 +135,19 @@ def build_stage(model, kind, knot, terms, hessian):
     x, u, y = ca.SX.sym("x", nq + nv), ca.SX.sym("u", nu), ca.SX.sym("y", Y.numel())
     sizes = [t.residual.reference_size(model) + isinstance(t, Cost) for t in terms]
     p = ca.SX.sym("p", sum(sizes))
-    cost, h, lower, upper, u_bounds = 0, [], [], [], None
-    p_at, y_at = 0, 0
+    cost, h, p_at, y_at = 0, [], 0, 0
     for t, size, feature in zip(terms, sizes, features):
         ref_size = t.residual.reference_size(model)
         ref, y_t = p[p_at : p_at + ref_size], y[y_at : y_at + feature.numel()]
         r = t.residual.value(model, x, u, y_t, ref)
+        if r.numel() != t.residual.size(model):
+            raise ValueError(
+                f"stage {name}: term {t.name!r} has {r.numel()} rows, its size() says {t.residual.size(model)}"
+            )
         if isinstance(t, Cost):
             cost += p[p_at + ref_size] * t.activation(r, t.residual.bounds(model) or (None, None))
-        elif isinstance(t.residual, JointTorque):  # bounds on u: simple bounds
-            if kind != "running":
-                raise ValueError(f"stage {name} ({kind}): constraint {t.name!r} bounds a control, and it has none")
-            u_bounds = t.bounds(model, nu)
-        else:
-            lb, ub = t.bounds(model, r.numel())
+        elif not isinstance(t.residual, JointTorque):  # torque limits: bounds on u (Stage)
             h.append(r)
-            lower.append(lb)
-            upper.append(ub)
         p_at, y_at = p_at + size, y_at + feature.numel()
     if kind == "running":
         cost = knot.dt * cost
@@ -134,14 +155,44 @@ def build_stage(model, kind, knot, terms, hessian):
     cost_f = ca.Function("cost_" + name, args, [cost], names, ["cost"])
     h_f = ca.Function("h_" + name, args, [ca.vertcat(*h)], names, ["h"]) if h else None
     if hessian == "gauss-newton":
-        function = gauss_newton_stage(name, cost_f, inner, constraint=h_f)
-    else:
-        P = ca.MX.sym("p", p.numel())
-        outs = [sx_second_order(cost_f)(X, U, P, Y), x_next] + ([h_f(X, U, P, Y)] if h else [])
-        out_names = ["cost", "x_next"] + (["h"] if h else [])
-        function = ca.Function(name, [X, U, P], outs, ["x", "u", "p"], out_names)
-    bounds = (np.concatenate(lower), np.concatenate(upper)) if h else (np.zeros(0), np.zeros(0))
-    return Stage(function, terms, *bounds, u_bounds, transition, slices)
+        return gauss_newton_stage(name, cost_f, inner, constraint=h_f)
+    P = ca.MX.sym("p", p.numel())
+    outs = [sx_second_order(cost_f)(X, U, P, Y), x_next] + ([h_f(X, U, P, Y)] if h else [])
+    return ca.Function(name, [X, U, P], outs, ["x", "u", "p"], ["cost", "x_next"] + (["h"] if h else []))
+
+
+def description_key(model, description, hessian):
+    """What a compiled stage's cache entry is keyed by (``compile_stages``' ``keys``): the model's
+    digest, the stage's description and Hessian model, and the versions of casrbd and casadi."""
+    from .. import __version__  # casrbd's __init__ imports this module before it defines it
+
+    return repr((_digest(model), description, hessian, __version__, ca.__version__))
+
+
+def _digest(value):
+    """A digest of a model's contents (numbers, names, arrays and the slots of its joints, placements and
+    inertias): what its stage Functions are made of."""
+    h = hashlib.sha256()
+
+    def walk(v):
+        if isinstance(v, np.ndarray):
+            h.update(f"array{v.shape}".encode() + np.ascontiguousarray(v, dtype=float).tobytes())
+        elif isinstance(v, (list, tuple)):
+            h.update(f"{type(v).__name__}{len(v)}(".encode())
+            for item in v:
+                walk(item)
+            h.update(b")")
+        elif isinstance(v, (str, int, float, bool, type(None))):
+            h.update(repr(v).encode())
+        else:
+            h.update(type(v).__name__.encode())
+            for slot in (s for c in type(v).__mro__ for s in getattr(c, "__slots__", ())):
+                walk(getattr(v, slot))
+
+    m = value
+    walk([m.name, m.names, m.parents, m.joints, m.placements, m.inertias, [tuple(f) for f in m.frames]])
+    walk([m.gravity, m.lower, m.upper, m.velocity_limit, m.effort_limit, m.armature])
+    return h.hexdigest()
 
 
 def _declare_bounds(st, lower, e, upper):
@@ -200,14 +251,17 @@ class Problem:
             raise ValueError(f"x0 has {self.x0.size} entries, model {model.name!r} nq + nv = {model.nq + model.nv}")
         entries = [(k.kind, k, k.terms) for k in self.knots] + [("terminal", None, self.terminal)]
         descriptions = [describe(*e) for e in entries]
-        stages = {}
-        for d, e in zip(descriptions, entries):
-            if d not in stages:
-                stages[d] = build_stage(model, *e, hessian)
-        if compiled:
-            loaded = compile_stages([s.function for s in stages.values()], name, flags=flags, verbose=verbose)
-            for s, f in zip(stages.values(), loaded):
-                s.function = f
+        distinct = dict(zip(descriptions, entries))
+        functions = dict.fromkeys(distinct)
+        if compiled:  # the libraries cached for these descriptions, loaded without building the stages
+            keys = {stage_name(d): description_key(model, d, hessian) for d in distinct}
+            functions = dict(zip(distinct, load_stages(list(keys), name, keys, flags)))
+        missing = [d for d, f in functions.items() if f is None]
+        built = [stage_function(model, *distinct[d], hessian) for d in missing]
+        if compiled and built:
+            built = compile_stages(built, name, flags=flags, verbose=verbose, keys=keys)
+        functions.update(zip(missing, built))
+        stages = {d: Stage(model, *e, hessian, functions[d]) for d, e in distinct.items()}
         self.stages = [stages[d] for d in descriptions]
         self.parameters = [s.parameters(model, e[2]) for s, e in zip(self.stages, entries)]
         self.compiled = bool(compiled)

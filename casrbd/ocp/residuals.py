@@ -1,4 +1,4 @@
-"""Residuals, activations and the terms a knot is made of (Crocoddyl's residual and activation models).
+"""Residuals: the quantities a knot's terms weigh or bound (Crocoddyl's residual models).
 
 A residual r is split where the Gauss-Newton model needs it: its *features* are the nonlinear part
 of the state (kinematics, contact forces), computed in the stage's inner Function and linearised
@@ -22,7 +22,7 @@ def actuated(model):
     return (root.nq, root.nv) if model.parents[0] == -1 and root.full_motion else (0, 0)
 
 
-def _vector(values, size, label):
+def as_vector(values, size, label):
     if values is None:
         return None
     values = np.asarray(values, dtype=float)
@@ -45,6 +45,10 @@ class Residual:
 
     def reference_size(self, model):
         return 0
+
+    def size(self, model):
+        """Its number of rows (by default its reference's)."""
+        return self.reference_size(model)
 
     def bounds(self, model):
         """The (lower, upper) bounds a barrier or a constraint takes by default (None: none)."""
@@ -106,6 +110,9 @@ class FramePlacement(FrameTranslation):
     def reference_size(self, model):
         return 12
 
+    def size(self, model):
+        return 6
+
     def features(self, model, q, v, force):
         oMf = function(model, "frame_placement", frame=self.frame)(q)
         return ca.vertcat(ca.vec(oMf[:3, :3]), oMf[:3, 3])
@@ -144,6 +151,9 @@ class FootClearance(FrameTranslation):
     def reference_size(self, model):
         return 0
 
+    def size(self, model):
+        return 1
+
     def features(self, model, q, v, force):
         return function(model, "frame_placement", frame=self.frame)(q)[2, 3] - self.ground
 
@@ -165,8 +175,11 @@ class State(Residual):
     def __init__(self, x_ref):
         self.x_ref = np.asarray(x_ref, dtype=float).ravel()
 
+    def size(self, model):
+        return 2 * model.nv
+
     def features(self, model, q, v, force):
-        x_ref = _vector(self.x_ref, model.nq + model.nv, "State's x_ref")
+        x_ref = as_vector(self.x_ref, model.nq + model.nv, "State's x_ref")
         return ca.vertcat(function(model, "difference")(x_ref[: model.nq], q), v - x_ref[model.nq :])
 
     def value(self, model, x, u, y, ref):
@@ -193,6 +206,9 @@ class JointPosition(Residual):
 
     kind = "joint_position"
 
+    def size(self, model):
+        return model.nq - actuated(model)[0]
+
     def value(self, model, x, u, y, ref):
         return x[actuated(model)[0] : model.nq]
 
@@ -205,6 +221,9 @@ class JointVelocity(Residual):
     """The actuated joints' velocity; natural bounds +- the model's velocity limits."""
 
     kind = "joint_velocity"
+
+    def size(self, model):
+        return model.nv - actuated(model)[1]
 
     def value(self, model, x, u, y, ref):
         return x[model.nq + actuated(model)[1] :]
@@ -219,6 +238,9 @@ class JointTorque(Residual):
     As a ``Constraint`` it is declared as bounds on the control."""
 
     kind = "joint_torque"
+
+    def size(self, model):
+        return model.nv - actuated(model)[1]
 
     def value(self, model, x, u, y, ref):
         return u
@@ -261,6 +283,9 @@ class FrictionCone(Residual):
             raise ValueError(f"FrictionCone {frame!r}: facets must be 4 (a pyramid) or None (smooth), got {facets!r}")
         self.frame, self.mu, self.facets = frame, float(mu), facets
 
+    def size(self, model):
+        return 5 if self.facets else 2
+
     def features(self, model, q, v, force):
         return force(self.frame)[:3]
 
@@ -301,6 +326,9 @@ class WrenchCone(Residual):
         self.frame, self.mu, self.X, self.Y = frame, float(mu), float(X), float(Y)
         self.A = wrench_cone_matrix(self.mu, self.X, self.Y)
 
+    def size(self, model):
+        return len(self.A)
+
     def features(self, model, q, v, force):
         return force(self.frame)[:6]
 
@@ -313,84 +341,3 @@ class WrenchCone(Residual):
 
     def key(self):
         return (*super().key(), self.mu, self.X, self.Y)
-
-
-# ---- activations ----
-class Quadratic:
-    """0.5 |r|^2."""
-
-    def __call__(self, r, bounds):
-        return 0.5 * ca.sumsqr(r)
-
-    def key(self):
-        return ("quadratic",)
-
-
-class WeightedQuadratic:
-    """0.5 sum w_i r_i^2 (Crocoddyl's weighted quadratic activation)."""
-
-    def __init__(self, weights):
-        self.weights = np.asarray(weights, dtype=float).ravel()
-
-    def __call__(self, r, bounds):
-        w = _vector(self.weights, r.numel(), "WeightedQuadratic's weights")
-        return 0.5 * ca.dot(ca.DM(w), r * r)
-
-    def key(self):
-        return ("weighted_quadratic", tuple(self.weights))
-
-
-class QuadraticBarrier:
-    """0.5 |r - clip(r, lower, upper)|^2: zero inside the box (Crocoddyl's quadratic barrier); the bounds
-    default to the residual's natural ones."""
-
-    def __init__(self, lower=None, upper=None):
-        self.lower, self.upper = lower, upper
-
-    def __call__(self, r, bounds):
-        lower = bounds[0] if self.lower is None else _vector(self.lower, r.numel(), "QuadraticBarrier's lower")
-        upper = bounds[1] if self.upper is None else _vector(self.upper, r.numel(), "QuadraticBarrier's upper")
-        return 0.5 * ca.sumsqr(r - ca.fmin(ca.fmax(r, ca.DM(lower)), ca.DM(upper)))
-
-    def key(self):
-        return ("barrier", _frozen(self.lower), _frozen(self.upper))
-
-
-def _frozen(values):
-    return None if values is None else tuple(np.asarray(values, dtype=float).ravel())
-
-
-# ---- terms ----
-class Cost:
-    """``weight * activation(residual)``; ``weight`` and ``reference`` (the residual's, default zero) are
-    parameters of the stage: knots that differ only in them share one stage Function."""
-
-    def __init__(self, residual, weight=1.0, activation=None, reference=None, name=None):
-        self.residual, self.weight = residual, float(weight)
-        self.activation = activation or Quadratic()
-        self.reference, self.name = reference, name or residual.name
-
-    def key(self):
-        return ("cost", self.name, self.residual.key(), self.activation.key())
-
-
-class Constraint:
-    """A hard constraint ``lower <= residual <= upper`` (equality where they are equal; default: the
-    residual's natural bounds); ``reference`` as in ``Cost``."""
-
-    def __init__(self, residual, lower=None, upper=None, reference=None, name=None):
-        self.residual, self.lower, self.upper = residual, lower, upper
-        self.reference, self.name = reference, name or residual.name
-
-    def bounds(self, model, size):
-        natural = self.residual.bounds(model)
-        if (self.lower is None or self.upper is None) and natural is None:
-            raise ValueError(f"constraint {self.name!r}: give lower and upper (the residual has no natural bounds)")
-        lower = natural[0] if self.lower is None else self.lower
-        upper = natural[1] if self.upper is None else self.upper
-        return _vector(lower, size, f"constraint {self.name!r}'s lower"), _vector(
-            upper, size, f"constraint {self.name!r}'s upper"
-        )
-
-    def key(self):
-        return ("constraint", self.name, self.residual.key(), _frozen(self.lower), _frozen(self.upper))

@@ -1,6 +1,11 @@
 """casrbd.ocp.Problem: the layer's solo12 trot equals the hand-built transcription of the example it
-replaced (tests/ocp/handbuilt.py) knot by knot, for both Hessian models."""
+replaced (tests/ocp/handbuilt.py) knot by knot, for both Hessian models; path constraints' Jacobians
+against AD; hard friction cones and torque limits at a compiled solution; a warm compiled build in a
+fresh process builds no stage."""
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +21,7 @@ from casrbd.ocp import legged
 sys.path.insert(0, str(Path(__file__).parent))
 import handbuilt  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[2]
 SHORT = {"step_knots": 2, "support_knots": 1}
 
 
@@ -32,7 +38,7 @@ def random_state(model, rng):
     return np.r_[q, rng.standard_normal(model.nv)]
 
 
-@pytest.mark.parametrize("hessian", ["gauss-newton", "exact"])
+@pytest.mark.parametrize("hessian", ["gauss-newton", pytest.param("exact", marks=pytest.mark.slow)])
 def test_trot_equals_the_hand_built_stages(solo, hessian):
     rng = np.random.default_rng(0)
     steps = legged.trot(solo, legged.SOLO_STANDING, **SHORT)
@@ -73,8 +79,8 @@ def test_constraint_jacobians_equal_ad(solo):
     """The path constraints' Jacobian of a Gauss-Newton stage (from its one linearisation) equals casadi's AD
     of the same cones over contact dynamics differentiated by AD; they add no curvature."""
     knot = stance_knot(solo, np.zeros(3), 0.5, 1.0)
-    stage = ocp.problem.build_stage(solo, "running", knot, knot.terms, "gauss-newton")
-    X, U, P = ca.MX.sym("x", solo.nq + solo.nv), ca.MX.sym("u", 12), ca.MX.sym("p", stage.function.numel_in(2))
+    function = ocp.problem.stage_function(solo, "running", knot, knot.terms, "gauss-newton")
+    X, U, P = ca.MX.sym("x", solo.nq + solo.nv), ca.MX.sym("u", 12), ca.MX.sym("p", function.numel_in(2))
     contacts = [(f, "3d") for f in legged.SOLO_FEET]
     cd = casrbd.function(
         solo, "constraint_dynamics", contacts=contacts, kd=50.0, reference="local_world_aligned", jacobian="ad"
@@ -89,7 +95,7 @@ def test_constraint_jacobians_equal_ad(solo):
     ]
     smooth = ca.vertcat(mu**2 * f[2, 0] ** 2 - f[0, 0] ** 2 - f[1, 0] ** 2, f[2, 0])
     h_ref = ca.vertcat(*pyramid, smooth)
-    h = stage.function(X, U, P)[2]
+    h = function(X, U, P)[2]
     w, seed = ca.vertcat(X, U), ca.MX.sym("seed", h.numel())
     check = ca.Function(
         "check",
@@ -128,3 +134,41 @@ def test_hard_constraints_hold_at_the_compiled_solution(solo):
             cone += [mu * f[2] - abs(f[0]), mu * f[2] - abs(f[1]), f[2]]
     assert min(torque) > -1e-6 and min(cone) > -1e-6
     assert min(torque) < 1e-5 and min(cone) < 1e-5
+
+
+WARM = """
+import json
+import numpy as np
+from casrbd import ocp
+from casrbd.models import serial_chain
+from casrbd.ocp import problem as module
+
+model = serial_chain(3)
+x0 = np.r_[0.3, -0.2, 0.1, np.zeros(3)]
+terms = [
+    ocp.Cost(ocp.State(np.zeros(6)), 1.0),
+    ocp.Cost(ocp.Control(), 1e-2),
+    ocp.Constraint(ocp.JointPosition(), -0.25, 0.25),
+    ocp.Constraint(ocp.JointTorque(), -20.0, 20.0),
+]
+knots = [ocp.Knot(ocp.free_dynamics(), 0.05, terms) for _ in range(3)]
+problem = ocp.Problem(model, x0, knots, terms[:1], compiled=True, name="warm", flags=("-O0",))
+u = np.r_[1.0, -2.0, 0.5]
+out = [np.ravel(v).tolist() for v in problem.stages[0].function(x0, u, problem.parameters[0])]
+print(json.dumps({"builds": sum(module.STAGE_BUILDS.values()), "out": out}))
+"""
+
+
+def test_a_warm_build_in_a_fresh_process_builds_no_stage(tmp_path):
+    """A second process with the same cache loads the compiled stages by their description: it builds no
+    stage Function (``STAGE_BUILDS``), and its stages evaluate as the first process' did."""
+    env = {**os.environ, "CASRBD_CACHE": str(tmp_path), "PYTHONPATH": str(ROOT)}
+
+    def run():
+        done = subprocess.run([sys.executable, "-c", WARM], env=env, cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    cold, warm = run(), run()
+    assert cold["builds"] == 2 and warm["builds"] == 0
+    assert warm["out"] == cold["out"] and len(cold["out"]) == 3
