@@ -6,7 +6,7 @@ Needs the ``crocoddyl`` extra (crocoddyl 3.2.1 with pin/libpinocchio 4.0.0:
 with pin 4.1 it fails building a problem). Crocoddyl's problems come from its
 own ``SimpleQuadrupedalGaitProblem`` (``createTrottingProblem(x0, 0.06, 0.03,
 1e-2, 25, 2)``, ``createJumpingProblem(x0, 0.15, [0, 0.3, 0], 1e-2, 10, 20)``
-from the ``standing`` state); the casadi ones from examples/quadruped_gait.py,
+from the ``standing`` state); the casadi ones from casrbd.ocp.legged (examples/quadruped_gait.py),
 checked first to give the same cost and next state at every knot on the
 initial guess and on FDDP's solution. Both start from Crocoddyl's guess (the
 standing state, quasi-static torques) on one thread (``problem.nthreads = 1``).
@@ -36,13 +36,15 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import casadi as ca  # noqa: E402
 import crocoddyl  # noqa: E402
 import example_robot_data  # noqa: E402
 import numpy as np  # noqa: E402
 from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem  # noqa: E402
 
-from benchmarks.ocp import load  # noqa: E402
-from casrbd.ocp import blasfeo  # noqa: E402
+from casrbd import ocp  # noqa: E402
+from casrbd.models import load_robot  # noqa: E402
+from casrbd.ocp import blasfeo, legged  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -52,8 +54,11 @@ PROBLEMS = {
 }
 
 
-def example():
-    return load("quadruped_gait")  # benchmarks/ocp.py's loader: the examples import their common module
+def transcribe(model, name, hessian, library=None):
+    """Crocoddyl's ``name`` ("trot", "jump") for solo12 as ``casrbd.ocp.legged`` builds it (``library``: the
+    compiled stages' name, None: in casadi's VM): (Stagewise, [(stage Function, p) per knot])."""
+    problem = legged.quadruped_problem(name, model, hessian=hessian, compiled=bool(library), name=library or "vm")
+    return problem.stagewise, [(s.function, p) for s, p in zip(problem.stages, problem.parameters)]
 
 
 def crocoddyl_problem(name):
@@ -128,14 +133,13 @@ def run_fddp(problem, x0):
         yield best
 
 
-def run_casadi(mod, model, name, x0, solver, hessian, compiled):
+def run_casadi(model, name, x0, solver, hessian, compiled):
     """Generator: the first step builds and solves, each further step solves again from the guess scaled
     by 1 + 1e-13 r (while the solves so far took under REPEAT_BUDGET); each yields the result of the
     fastest solve."""
-    knots = getattr(mod, name)(model, mod.STANDING)
     library = f"solo12_{name}" if compiled else None
     start = time.perf_counter()
-    st, stages = mod.transcribe(model, knots, x0, hessian, library)
+    st, stages = transcribe(model, name, hessian, library)
     if solver == "sqpmethod":  # casadi's SQP; its QP by qrqp (sparse QR): hpipm returns no dynamics multipliers
         st.solver(
             solver,
@@ -152,12 +156,12 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
             },
         )
     else:
-        st.solver(solver, mod.ocp.solver_options(solver=solver, expand=compiled, tol=TOL, max_iter=MAX_ITER))
+        st.solver(solver, ocp.solver_options(solver=solver, expand=compiled, tol=TOL, max_iter=MAX_ITER))
     build = time.perf_counter() - start
     initial = st.opti.initial()
     guess = [(v, st.opti.debug.value(v, initial)) for v in st.x + st.u if v.numel()]
     start = time.process_time()
-    stats, raw = mod.ocp.solve(st.opti), st.opti.stats()
+    stats, raw = ocp.solve(st.opti), st.opti.stats()
     # the solver's own CPU time; creating it (the NLP's sparsity patterns, done once per problem) is setup
     setup = time.process_time() - start - raw["t_proc_total"]
     spent = raw["t_proc_total"]
@@ -186,7 +190,7 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
             repeat += 1
             for v, value0 in guess:
                 st.opti.set_initial(v, np.asarray(value0) * (1 + 1e-13 * repeat))
-            again, again_raw = mod.ocp.solve(st.opti), st.opti.stats()
+            again, again_raw = ocp.solve(st.opti), st.opti.stats()
             spent += again_raw["t_proc_total"]
             if again_raw["t_proc_total"] < raw["t_proc_total"]:
                 stats, raw = again, again_raw
@@ -195,13 +199,11 @@ def run_casadi(mod, model, name, x0, solver, hessian, compiled):
 BUILD = """
 import sys, time
 sys.path.insert(0, {root!r})
-from benchmarks.crocoddyl import example, PROBLEMS
-import numpy as np
-mod = example()
-model = mod.load_robot("solo12")
-x0 = np.r_[mod.STANDING, np.zeros(model.nv)]
+from benchmarks.crocoddyl import transcribe
+from casrbd.models import load_robot
+model = load_robot("solo12")
 start = time.perf_counter()
-mod.transcribe(model, getattr(mod, {name!r})(model, mod.STANDING), x0, "gauss-newton", "solo12_{name}")
+transcribe(model, {name!r}, "gauss-newton", "solo12_{name}")
 print(time.perf_counter() - start)
 """
 
@@ -292,17 +294,16 @@ def main(argv=None):
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"casadi variants among {list(VARIANTS)}")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold and warm builds in fresh processes")
     args = parser.parse_args(argv)
-    mod = example()
-    model = mod.load_robot("solo12")
+    model = load_robot("solo12")
     threads = os.environ["OMP_NUM_THREADS"]
     lines = [
-        f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}, {blasfeo_line()}\n"
+        f"casadi {ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}, {blasfeo_line()}\n"
     ]
     variants = args.variants.split(",")
     for name in args.problems.split(","):
         problem, x0 = crocoddyl_problem(name)
         print(f"{name}: {problem.T} knots", flush=True)
-        runs = [run_fddp(problem, x0)] + [run_casadi(mod, model, name, x0, *VARIANTS[v]) for v in variants]
+        runs = [run_fddp(problem, x0)] + [run_casadi(model, name, x0, *VARIANTS[v]) for v in variants]
         # the solvers' solves interleaved, round by round, the fastest of each counting: a slow spell of
         # this machine (it drifts by tens of percent within minutes) then does not decide a ratio
         for _ in range(REPEATS):

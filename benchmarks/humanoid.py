@@ -22,13 +22,15 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import casadi as ca  # noqa: E402
 import crocoddyl  # noqa: E402
 import example_robot_data  # noqa: E402
 import numpy as np  # noqa: E402
 from crocoddyl.utils.biped import SimpleBipedGaitProblem  # noqa: E402
 
 from benchmarks.crocoddyl import REPEATS, blasfeo_line, check_same_problem, defect, knot_costs, run_fddp  # noqa: E402
-from benchmarks.ocp import load  # noqa: E402
+from casrbd import ocp  # noqa: E402
+from casrbd.ocp import legged  # noqa: E402
 
 RESULTS = __import__("pathlib").Path(__file__).resolve().parent / "results"
 SIZES = (0.6, 0.1, 0.03, 15, 4)  # step length, step height, dt, step knots, support knots
@@ -42,16 +44,17 @@ def crocoddyl_problem():
     return problem, x0
 
 
-def run_casadi(mod, compiled, solver="ipopt"):
+def run_casadi(compiled, solver="ipopt"):
     """Build (timed: wall clock, gcc runs as a child process) and solve (CPU time) the walk."""
     start = time.perf_counter()
-    model, x0 = mod.load_talos()
-    knots = mod.walk(model, x0, *SIZES)
-    st, stages = mod.transcribe(model, knots, x0, "talos_walk" if compiled else None)
-    st.solver(solver, mod.ocp.solver_options(solver=solver, expand=compiled, tol=1e-7, max_iter=300))
+    model, x0 = legged.load_talos()
+    sizes = dict(zip(("length", "height", "dt", "step_knots", "support_knots"), SIZES))
+    problem = legged.biped_problem(model, x0, compiled=compiled, name="talos_walk", **sizes)
+    st, stages = problem.stagewise, [(s.function, p) for s, p in zip(problem.stages, problem.parameters)]
+    st.solver(solver, ocp.solver_options(solver=solver, expand=compiled, tol=1e-7, max_iter=300))
     build = time.perf_counter() - start
     start = time.process_time()
-    stats = mod.ocp.solve(st.opti)
+    stats = ocp.solve(st.opti)
     cpu = st.opti.stats()["t_proc_total"]  # the solver's own CPU time; creating it is part of the build
     build += time.process_time() - start - cpu
     value = st.opti.debug.value
@@ -68,14 +71,13 @@ def run_casadi(mod, compiled, solver="ipopt"):
 
 
 def main():
-    mod = load("humanoid_walk")
     problem, x0 = crocoddyl_problem()
-    np.testing.assert_array_equal(x0, mod.load_talos()[1])
+    np.testing.assert_array_equal(x0, legged.load_talos()[1])
     print(f"talos walk: {problem.T} knots", flush=True)
     fddp = run_fddp(problem, x0)
     for _ in range(REPEATS):  # the fastest of REPEATS solves
         reference = next(fddp)
-    vm = run_casadi(mod, compiled=False)
+    vm = run_casadi(compiled=False)
     guess = ([x0] * (problem.T + 1), problem.quasiStatic([x0] * problem.T))
     checks = [
         check_same_problem(problem, vm["stages"], *xs_us, what)
@@ -83,20 +85,20 @@ def main():
     ]
     with tempfile.TemporaryDirectory() as cache:
         os.environ["CASRBD_CACHE"] = cache
-        cold = run_casadi(mod, compiled=True)
-        warm = run_casadi(mod, compiled=True)
-        fatrop = run_casadi(mod, compiled=True, solver="fatrop")
+        cold = run_casadi(compiled=True)
+        warm = run_casadi(compiled=True)
+        fatrop = run_casadi(compiled=True, solver="fatrop")
     cold["solver"] += " (cold build: gcc)"
     for r in (warm, fatrop):
         r["solver"] += " (warm build: cached library)"
     lines = [
-        f"casadi {mod.ca.__version__}, crocoddyl {crocoddyl.__version__}, "
+        f"casadi {ca.__version__}, crocoddyl {crocoddyl.__version__}, "
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, {blasfeo_line()}, "
         f"talos_reduced (nq 39, nv 38, 32 torques), {problem.T} knots, dt {SIZES[2]} s\n",
         "`OMP_NUM_THREADS=1 PYTHONPATH=$PWD python -m benchmarks.humanoid` (crocoddyl's venv); build: wall clock "
         "from a fresh model to the solver (cold: gcc at `ocp.stage_flags` by each library's size, "
-        f"{' '.join(mod.ocp.codegen.DEFAULT_FLAGS)} up to {mod.ocp.STAGE_O3_MAX} instructions, else "
-        f"{' '.join(mod.ocp.STAGE_FLAGS)}, into an empty cache), "
+        f"{' '.join(ocp.codegen.DEFAULT_FLAGS)} up to {ocp.STAGE_O3_MAX} instructions, else "
+        f"{' '.join(ocp.STAGE_FLAGS)}, into an empty cache), "
         "solve: the solver's CPU time (creating it counts in the build).\n",
         f"Same problem as Crocoddyl's: cost at every knot to {max(c[0] for c in checks):.0e} (relative), "
         f"next state to {max(c[1] for c in checks):.0e}, on its guess and on FDDP's solution.\n",

@@ -1,5 +1,5 @@
 """Where an iteration's derivatives go: the compiled Gauss-Newton stages of Crocoddyl's solo12 trot and
-jump (examples/quadruped_gait.py: ``ocp.gauss_newton_stage`` compiled by ``ocp.compile_stages``), each
+jump (``casrbd.ocp.legged``: ``ocp.gauss_newton_stage`` compiled by ``ocp.compile_stages``), each
 derivative an NLP solver asks of a knot timed on its own.
 
     OMP_NUM_THREADS=1 python -m benchmarks.stage_profile    # -> results/stage_profile.md
@@ -25,7 +25,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.ocp import load  # noqa: E402
+from casrbd import ocp  # noqa: E402
+from casrbd.models import load_robot  # noqa: E402
+from casrbd.ocp import legged  # noqa: E402
 
 RESULTS = __import__("pathlib").Path(__file__).resolve().parent / "results"
 POINTS, ROUNDS = 200, 9
@@ -80,10 +82,10 @@ def library_function(f):
     return calls[0].which_function()
 
 
-def profile(mod, model, name):
-    knots = getattr(mod, name)(model, mod.STANDING)
-    x0 = np.r_[mod.STANDING, np.zeros(model.nv)]
-    _, stages = mod.transcribe(model, knots, x0, "gauss-newton", f"solo12_{name}")
+def profile(model, name):
+    x0 = np.r_[legged.SOLO_STANDING, np.zeros(model.nv)]
+    problem = legged.quadruped_problem(name, model, compiled=True, name=f"solo12_{name}")
+    stages = [(s.function, p) for s, p in zip(problem.stages, problem.parameters)]
     count = collections.Counter(f.name() for f, _ in stages)
     rng = np.random.default_rng(0)
     rows, total = [], collections.Counter()
@@ -110,19 +112,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="trot,jump")
     args = parser.parse_args(argv)
-    mod = load("quadruped_gait")
-    model = mod.load_robot("solo12")
+    model = load_robot("solo12")
     lines = [
         f"casadi {ca.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, gcc at `ocp.stage_flags` "
-        f"({' '.join(mod.ocp.codegen.DEFAULT_FLAGS)} up to {mod.ocp.STAGE_O3_MAX} instructions, else "
-        f"{' '.join(mod.ocp.STAGE_FLAGS)}); `python -m benchmarks.stage_profile` (see its docstring)\n"
+        f"({' '.join(ocp.codegen.DEFAULT_FLAGS)} up to {ocp.STAGE_O3_MAX} instructions, else "
+        f"{' '.join(ocp.STAGE_FLAGS)}); `python -m benchmarks.stage_profile` (see its docstring)\n"
     ]
     header = (
         "| knot type | knots | stage (cost, next state) | linearisation | Jacobian products | adjoint products "
         "| Gauss-Newton Hessian products | one iteration's derivatives |\n|---|---|---|---|---|---|---|---|"
     )
     for name in args.problems.split(","):
-        n, rows, total = profile(mod, model, name)
+        n, rows, total = profile(model, name)
         lines += [f"\n## {name} ({n} stage calls: the knots and the terminal cost): µs per call\n", header]
         for stage, k, t in rows:
             lines.append(f"| {stage} | {k} | " + " | ".join(f"{1e6 * t[c]:.1f}" for c in COLUMNS) + " |")

@@ -198,59 +198,7 @@ def trajectories(value, dt, **expressions):
     return out
 
 
-# ---- Crocoddyl's gait problems (quadruped_gait, humanoid_walk) ----
-def quasi_static(model, q, feet, rows=3):
-    """Crocoddyl's quasiStatic: the least-norm (u, contact forces) with g(q) = [0; u] + J^T forces, J the
-    feet's first ``rows`` rows of their world-aligned Jacobians (3: point feet, 6: soles)."""
-    J = [casrbd.frame_jacobian(model, q, f, "local_world_aligned")[:rows] for f in feet]
-    B = np.hstack([np.vstack([np.zeros((6, model.nv - 6)), np.eye(model.nv - 6)])] + [j.T for j in J])
-    return np.linalg.lstsq(B, casrbd.generalized_gravity(model, q), rcond=None)[0][: model.nv - 6]
-
-
-def barrier(r, lb, ub):
-    """Crocoddyl's quadratic barrier: half the squared distance of r to the box [lb, ub]."""
-    return 0.5 * ca.sumsqr(r - ca.fmin(ca.fmax(r, lb), ub))
-
-
-def transcribe_knots(knots, x0, stage, parameters, guess, compiled=None):
-    """Knots (with ``feet`` and ``dt``; the last is the terminal one, dt = 0 an impulse) as a stage-wise
-    Opti problem from x0 with Crocoddyl's guess (x0 at every knot, the controls ``guess(knot)``).
-    ``stage(feet, kind, dt)``: the stage Function (x, u, p) -> (cost, x_next) of a knot type, kind
-    "running", "impulse" or "terminal", built once per type; ``parameters(knot)``: its p.
-    ``compiled``: a library name, to call the stage Functions as C (``ocp.compile_stages``).
-    Returns (Stagewise, the stage Functions with their parameters, knot by knot)."""
-    kinds = ["terminal" if n == len(knots) - 1 else "running" if k.dt else "impulse" for n, k in enumerate(knots)]
-    keys = [(knot.feet, kind, knot.dt) for knot, kind in zip(knots, kinds)]
-    functions = {key: stage(*key) for key in dict.fromkeys(keys)}
-    if compiled:
-        functions = dict(zip(functions, ocp.compile_stages(list(functions.values()), compiled)))
-    stages = [(functions[key], parameters(knot)) for key, knot in zip(keys, knots)]
-    st = ocp.Stagewise()
-    opti, x, cost = st.opti, st.state(len(x0)), 0
-    st.subject_to(x == x0)
-    opti.set_initial(x, x0)
-    for (f, p), knot in zip(stages[:-1], knots):
-        u = st.control(f.numel_in(1))
-        if f.numel_in(1):
-            opti.set_initial(u, guess(knot))
-        c, x_next = f(x, u, p)
-        cost, x = cost + c, st.step(x_next)
-        opti.set_initial(x, x0)
-    f, p = stages[-1]
-    opti.minimize(cost + f(x, ca.MX(0, 1), p)[0])
-    return st, stages
-
-
-def solve_knots(st, solver, verbose, expand=False):
-    """Solve a ``transcribe_knots`` problem (``expand``: the NLP around compiled stages as SX); returns
-    the states (knots x nx), controls (empty at impulses) and the solver's stats."""
-    st.solver(solver, ocp.solver_options(solver=solver, verbose=verbose, expand=expand))
-    stats = ocp.solve(st.opti)
-    value = st.opti.debug.value
-    us = [np.atleast_1d(value(u)) if u.numel() else np.zeros(0) for u in st.u]
-    return np.array([value(x) for x in st.x]), us, stats
-
-
+# ---- Crocoddyl's gait problems (quadruped_gait, humanoid_walk: built by casrbd.ocp.legged) ----
 def write_knots_html(path, model, knots, xs, robot):
     """The motion of a knot problem as an HTML animation; an impulse knot takes no time, so the state
     after it is shown."""

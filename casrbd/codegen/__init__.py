@@ -53,6 +53,7 @@ from .library import (
     compile_libraries,
     compiled,
     generate,
+    load_library,
     sx_instructions,
 )
 
@@ -82,6 +83,7 @@ __all__ = [
     "check_names",
     "compile_functions",
     "compile_libraries",
+    "load_library",
     "compile_library",
     "compiled",
     "eliminate_common",

@@ -105,18 +105,20 @@ def _signature(f):
 
 
 def _opener(everything, names, seconds):
-    """The Library of a checked entry, once every Function loaded has the signature built (else BadEntry)."""
+    """The Library of a checked entry, once every Function loaded has the signature built (else BadEntry);
+    ``everything`` None (``load_library``): the Functions ``names``, with no built ones to compare."""
 
     def use(entry):
         library = entry.file(entry.info["library"])
         loaded = {}
-        for f in everything:
+        for f in names if everything is None else everything:
+            name = f if everything is None else f.name()
             try:
-                loaded[f.name()] = ca.external(f.name(), str(library))
+                loaded[name] = ca.external(name, str(library))
             except RuntimeError as e:
-                raise cache.BadEntry(library, f"does not load {f.name()} ({str(e).splitlines()[-1]})") from None
-            if _signature(loaded[f.name()]) != _signature(f):
-                raise cache.BadEntry(library, f"holds a {f.name()} of another signature than the one built")
+                raise cache.BadEntry(library, f"does not load {name} ({str(e).splitlines()[-1]})") from None
+            if everything is not None and _signature(loaded[name]) != _signature(f):
+                raise cache.BadEntry(library, f"holds a {name} of another signature than the one built")
         return Library(library, entry.file(entry.info["source"]), {n: loaded[n] for n in names}, seconds)
 
     return use
@@ -183,37 +185,54 @@ def sx_instructions(functions):
     return sum(seen.values())
 
 
-def _plan(name, functions, compiler, flags, kept):
+def _key(name, compiler, flags, kept, content):
+    """The cache key of a library: what it holds (``content``) and how it is compiled."""
+    # memo tables as written, and their Functions' C written from the common subexpressions
+    wrapper = f"{MEMO_WRAPPER}{MEMO_BYTES} {MEMO_SLOTS} {MEMO_WAYS} cse" if kept else ""
+    parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, *kept, wrapper, cpu(), content]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _plan(name, functions, compiler, flags, kept, description=None):
     """(stem, key, every Function with its derivatives, name, the names asked for, memo) of a library."""
     if not functions:
         raise ValueError(f"compile_libraries: library {name!r} has no Functions")
     check_names(functions, name)
     # the serializations hold the model's constants and every derivative shipped with the Functions
     everything = with_derivatives(functions)
-    packed = ca.StringSerializer()
-    packed.pack(everything)  # the Functions they share (a stage's linearisation), written once
-    # memo tables as written, and their Functions' C written from the common subexpressions
-    wrapper = f"{MEMO_WRAPPER}{MEMO_BYTES} {MEMO_SLOTS} {MEMO_WAYS} cse" if kept else ""
-    parts = [CACHE_LAYOUT, ca.__version__, compiler, *flags, name, *kept, wrapper, cpu(), packed.encode()]
-    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
-    return name, key, everything, name, [f.name() for f in functions], kept
+    if description is None:
+        packed = ca.StringSerializer()
+        packed.pack(everything)  # the Functions they share (a stage's linearisation), written once
+        description = packed.encode()
+    return name, _key(name, compiler, flags, kept, description), everything, name, [f.name() for f in functions], kept
 
 
-def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=None, jobs=None, memo=None):
+def load_library(name, description, names, flags=DEFAULT_FLAGS, compiler=None, memo=()):
+    """The Library that ``compile_libraries(..., memo={name: memo}, keys={name: description})`` stored, with
+    its Functions ``names``, if it is cached and passes the store's checks (but for the Functions'
+    signatures: no built ones to compare); else None. A caller that describes its Functions loads them
+    so without building their graphs."""
+    key = _key(name, find_compiler(compiler), tuple(flags), tuple(memo), description)
+    return cache.load(LIBRARIES, name, key, _opener(None, list(names), None), stacklevel=3)
+
+
+def compile_libraries(libraries, flags=DEFAULT_FLAGS, compiler=None, verbose=None, jobs=None, memo=None, keys=None):
     """``compile_functions`` for several libraries, ``{name: [Functions]}``: the ones not in the cache
     are generated one after the other, the largest first (``sx_instructions``), each compiled as soon as
     it is generated, ``jobs`` compilers at a time (default: the CPUs this process may use). ``flags``:
     the compiler flags of every library, or ``{name: flags}`` per library. ``memo``: ``{name: [Function
     names]}``, Functions called inside a library's Functions whose outputs the library keeps per input
-    (``memoize``) and whose C is written from their common subexpressions (``eliminate_common``). Returns
+    (``memoize``) and whose C is written from their common subexpressions (``eliminate_common``).
+    ``keys``: ``{name: description}``, a string that determines a library's Functions, keys its cache
+    entry in place of their serialization (``load_library`` finds it by the same description). Returns
     the Libraries in the given order."""
     per_library = flags if isinstance(flags, dict) else dict.fromkeys(libraries, flags)
     if set(per_library) != set(libraries):
         raise ValueError(f"compile_libraries: flags for {sorted(per_library)}, libraries {sorted(libraries)}")
-    per_library, memo = {name: tuple(f) for name, f in per_library.items()}, memo or {}
+    per_library, memo, keys = {name: tuple(f) for name, f in per_library.items()}, memo or {}, keys or {}
     compiler = find_compiler(compiler)
     plans = [
-        _plan(name, functions, compiler, per_library[name], tuple(memo.get(name, ())))
+        _plan(name, functions, compiler, per_library[name], tuple(memo.get(name, ())), keys.get(name))
         for name, functions in libraries.items()
     ]
     found, builds, missing = {}, {}, []

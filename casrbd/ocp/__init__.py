@@ -1,6 +1,7 @@
 """Optimal control with casrbd Functions in casadi Opti.
 
-Only what every example in ``examples/`` would otherwise repeat: the
+A problem layer (``Problem`` of ``Knot``s with ``Cost`` and ``Constraint`` terms of residuals;
+``casrbd.ocp.legged``: Crocoddyl's gaits on it) over what every example would otherwise repeat: the
 dynamics Function with analytical or AD Jacobians (optionally compiled to
 C), explicit RK4 and implicit-Euler transcriptions of forward dynamics, the
 Euler state update on the configuration manifold, a stage-wise declaration
@@ -18,9 +19,29 @@ symbols, since an SX graph inlines the call and differentiates it by AD.
 from . import blasfeo, expand
 from .compile import GAP_OUTPUT, STAGE_FLAGS, STAGE_O3_MAX, compile_stages, negated, stage_derivatives, stage_flags
 from .expand import keep_analytical
+from .knots import INTEGRATORS, Dynamics, Knot, contact_dynamics, free_dynamics, impulse
+from .problem import HESSIAN_MODELS, Problem, Solution
+from .residuals import (
+    CoMPosition,
+    CoMVelocity,
+    ContactForce,
+    Control,
+    FootClearance,
+    FramePlacement,
+    FrameTranslation,
+    FrameVelocity,
+    FrictionCone,
+    JointPosition,
+    JointTorque,
+    JointVelocity,
+    Residual,
+    State,
+    WrenchCone,
+)
 from .solvers import COMPILE_FLAGS, HESSIANS, SOLVERS, STAT_FIELDS, SolveError, format_stats, solve, solver_options
 from .stages import SX_PRODUCTS_MAX, gauss_newton, gauss_newton_stage, sx_second_order
 from .stagewise import MAX_GRADIENT, MAX_SCALE, WARN_STAGES, Stagewise, UncompiledStagesWarning
+from .terms import Constraint, Cost, Quadratic, QuadraticBarrier, WeightedQuadratic
 from .transcription import (
     DYNAMICS,
     JACOBIANS,
@@ -32,6 +53,35 @@ from .transcription import (
 )
 
 __all__ = [
+    "INTEGRATORS",
+    "Dynamics",
+    "Knot",
+    "contact_dynamics",
+    "free_dynamics",
+    "impulse",
+    "HESSIAN_MODELS",
+    "Problem",
+    "Solution",
+    "CoMPosition",
+    "CoMVelocity",
+    "Constraint",
+    "ContactForce",
+    "Control",
+    "Cost",
+    "FootClearance",
+    "FramePlacement",
+    "FrameTranslation",
+    "FrameVelocity",
+    "FrictionCone",
+    "JointPosition",
+    "JointTorque",
+    "JointVelocity",
+    "Quadratic",
+    "QuadraticBarrier",
+    "Residual",
+    "State",
+    "WeightedQuadratic",
+    "WrenchCone",
     "COMPILE_FLAGS",
     "DYNAMICS",
     "GAP_OUTPUT",

@@ -57,7 +57,7 @@ def _plain(g, nominal=False):
     return ca.Function(g.name(), args, outs, g.name_in(), g.name_out())
 
 
-def compile_stages(functions, name, flags=None, verbose=None):
+def compile_stages(functions, name, flags=None, verbose=None, keys=None):
     """The stage Functions of an optimal control problem (each called at many knots) compiled to C
     with their derivatives (``stage_derivatives``), one library per stage Function (``<name>_<stage>``,
     cached on disk by ``casrbd.codegen`` and compiled side by side, one compiler per CPU), and loaded
@@ -76,6 +76,9 @@ def compile_stages(functions, name, flags=None, verbose=None):
     in the gap x_{k+1} - x_next, casadi's SX folds the two signs, where it would otherwise negate each
     entry of the Jacobian in its VM (93k of the 195k instructions of the trot's constraint Jacobian).
     ``flags``: the compiler's for every library, by default each library's by its size (``stage_flags``).
+    ``keys``: ``{stage name: description}``, strings that determine the stages (their model, terms,
+    versions): their libraries are cached by them (``codegen.compile_libraries``' keys), and
+    ``load_stages`` loads them from the descriptions alone.
     Returns the loaded Functions in the given order, with the names, inputs and outputs given."""
     names = [f.name() for f in functions]
     if len(set(names)) != len(names):
@@ -90,15 +93,35 @@ def compile_stages(functions, name, flags=None, verbose=None):
     }
     if flags is None:  # by the library's size
         flags = {n: stage_flags(codegen.sx_instructions(derivatives)) for n, derivatives in libraries.items()}
-    libraries = codegen.compile_libraries(libraries, flags=flags, verbose=verbose, memo=memo)
-    # the Functions as given: their gap output negated back, which casadi's SX folds into Stagewise's
-    # x_{k+1} - x_next (x_{k+1} + m), so that the Jacobian's entries reach the solver as the C wrote them
-    loaded = []
-    for lib, core, f in zip(libraries, cores, functions):
-        args, flip = core.mx_in(), core is not f
-        outs = [-v if flip and n == GAP_OUTPUT else v for v, n in zip(lib[core.name()].call(args), f.name_out())]
-        loaded.append(ca.Function(f.name(), args, outs, f.name_in(), f.name_out()))
-    return loaded
+    keys = {f"{name}_{stage}": key for stage, key in (keys or {}).items()}
+    libraries = codegen.compile_libraries(libraries, flags=flags, verbose=verbose, memo=memo, keys=keys)
+    return [_unnegated(lib[core.name()], f) for lib, core, f in zip(libraries, cores, functions)]
+
+
+def load_stages(names, name, keys, flags=None):
+    """The Gauss-Newton stages ``names`` as ``compile_stages(..., name, flags, keys=keys)`` compiled and
+    cached them, loaded by their descriptions ``keys`` without building them (None for each not cached);
+    ``flags`` None: either of the flags ``stage_flags`` picks."""
+    out = []
+    for stage in names:
+        memo = (f"{stage}_linearised", f"{stage}_nominal")
+        for f in [codegen.DEFAULT_FLAGS, STAGE_FLAGS] if flags is None else [flags]:
+            lib = codegen.load_library(f"{name}_{stage}", keys[stage], [f"{stage}_negated"], f, memo=memo)
+            if lib is not None:
+                break
+        out.append(None if lib is None else _unnegated(lib[f"{stage}_negated"], stage))
+    return out
+
+
+def _unnegated(core, f):
+    """The library's Function ``core`` as the stage ``f`` (a Function or its name): its gap output negated
+    back, which casadi's SX folds into Stagewise's x_{k+1} - x_next (x_{k+1} + m), so that the Jacobian's
+    entries reach the solver as the C wrote them."""
+    name = f if isinstance(f, str) else f.name()
+    flip = core.name() != name
+    args = core.mx_in()
+    outs = [-v if flip and n == GAP_OUTPUT else v for v, n in zip(core.call(args), core.name_out())]
+    return ca.Function(name, args, outs, core.name_in(), core.name_out())
 
 
 def stage_flags(instructions):

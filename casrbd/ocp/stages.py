@@ -49,7 +49,7 @@ def gauss_newton(f):
     return ca.Function(name, args, outputs, names_in, names_out, {"cache": {adj.name(): adj}})
 
 
-def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX):
+def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, constraint=None):
     """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
     its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
     per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once
@@ -64,7 +64,13 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX):
     cost's derivatives: scalar SX code that skips the structural zeros of T, or, where that code
     would exceed ``sx_products_max`` instructions, sparse matrix products (MX), whose C is loops
     that gcc compiles in seconds. The derivative Functions only call them. Build the NLP from calls
-    of it, or compile it (``compile_stages``)."""
+    of it, or compile it (``compile_stages``).
+
+    ``constraint``: an SX Function (x, u, p, y) -> h, a stage's path constraints, adds the output ``h``
+    from the same linearisation (its Jacobian dh/d(x, u, p, y) T); it adds no curvature (Gauss-Newton).
+    A cost, inner or constraint whose inputs do not fit one another raises a ``ValueError`` naming the
+    stage and the input."""
+    _check_signatures(name, cost, inner, constraint)
     x, u = ca.MX.sym("x", inner.sparsity_in(0)), ca.MX.sym("u", inner.sparsity_in(1))
     p = ca.MX.sym("p", cost.sparsity_in(2))
     nx, nu, np_ = x.numel(), u.numel(), p.numel()
@@ -77,10 +83,16 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX):
         ["x", "u"],
         ["x_next", "y", "dx_next", "dy"],
     ).expand()
-    nominal = ca.Function(f"{name}_nominal", [x, u, p], [cost(x, u, p, y), x_next]).expand()
+    out_names = ["cost", "x_next"] + (["h"] if constraint else [])
+    nominal_out = [cost(x, u, p, y), x_next] + ([constraint(x, u, p, y)] if constraint else [])
+    nominal = ca.Function(f"{name}_nominal", [x, u, p], nominal_out).expand()
+    nh = constraint.numel_out(0) if constraint else 0
     w_sx = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
+    w_all = ca.vertcat(*[ca.vec(v) for v in w_sx])
     curvature = ca.Function(
-        f"{name}_cost_derivatives", w_sx, ca.hessian(cost(*w_sx), ca.vertcat(*[ca.vec(v) for v in w_sx]))
+        f"{name}_cost_derivatives",
+        w_sx,
+        [*ca.hessian(cost(*w_sx), w_all), ca.jacobian(constraint(*w_sx), w_all) if constraint else ca.SX(0, 1)],
     )
     parts = [(0, nx), (nx, nx + nu), (nx + nu, nx + nu + np_)]
 
@@ -89,57 +101,61 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX):
         zeros; MX: sparse matrix products); T = [I; dy 0] by (x, u, p)."""
         w = [S.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
         dxn_s, dy_s = S.sym("dx_next", linearised.sparsity_out(2)), S.sym("dy", linearised.sparsity_out(3))
-        H, g = curvature(*w)
+        H, g, Jh_w = curvature(*w)
         T = ca.vertcat(S.eye(nx + nu + np_), ca.horzcat(dy_s, S(dy_s.size1(), np_)))
         G, dxn = ca.mtimes(T.T, g), ca.horzcat(dxn_s, S(nx, np_))
-        adj_c_s, adj_xn_s = S.sym("adj_cost"), S.sym("adj_x_next", nx)
+        Jh = ca.mtimes(Jh_w, T) if constraint else S(0, nx + nu + np_)
+        adj_c_s, adj_xn_s, adj_h_s = S.sym("adj_cost"), S.sym("adj_x_next", nx), S.sym("adj_h", nh)
         upper = ca.triu(ca.mtimes(T.T, ca.mtimes(H, T)))  # symmetric: each entry once
         HS = adj_c_s * (upper + ca.tril(upper.T, False))
         point = [*w, dxn_s, dy_s]
+        h_seed = [adj_h_s] if constraint else []
 
         def products(suffix, seeds, outputs):
             return ca.Function(f"{name}_{suffix}", point + seeds, ca.cse(outputs) if S is ca.SX else outputs)
 
-        jac = products("jac_products", [], [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts])
-        adjoint = adj_c_s * G + ca.mtimes(dxn.T, adj_xn_s)
-        adj = products("adj_products", [adj_c_s, adj_xn_s], [adjoint[a:b] for a, b in parts])
+        jacobians = [G[a:b].T for a, b in parts] + [dxn[:, a:b] for a, b in parts]
+        jac = products("jac_products", [], jacobians + ([Jh[:, a:b] for a, b in parts] if constraint else []))
+        adjoint = adj_c_s * G + ca.mtimes(dxn.T, adj_xn_s) + (ca.mtimes(Jh.T, adj_h_s) if constraint else 0)
+        adj = products("adj_products", [adj_c_s, adj_xn_s, *h_seed], [adjoint[a:b] for a, b in parts])
         blocks = []
-        for a, b in parts:
+        for a, b in parts:  # d adj_a / d (x, u, p, out_*, adj_cost, adj_x_next[, adj_h])
             blocks += [HS[a:b, c:d] for c, d in parts]
-            blocks += [S(b - a, 1), S(b - a, nx), G[a:b], dxn[:, a:b].T]
+            blocks += [S(b - a, 1), S(b - a, nx)] + ([S(b - a, nh)] if constraint else [])
+            blocks += [G[a:b], dxn[:, a:b].T] + ([Jh[:, a:b].T] if constraint else [])
         return jac, adj, products("hessian_products", [adj_c_s], blocks)
 
     jac_products, adj_products, hess_products = write_products(ca.SX)
     if hess_products.n_instructions() > sx_products_max:
         jac_products, adj_products, hess_products = write_products(ca.MX)
 
-    out_c, out_xn = ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)
-    adj_c, adj_xn = ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)
+    outs = [ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)] + ([ca.MX.sym("out_h", nh)] if constraint else [])
+    adjs = [ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)] + ([ca.MX.sym("adj_h", nh)] if constraint else [])
     inputs, names = [x, u, p], ["x", "u", "p"]
     _, y_at, dxn_at, dy_at = linearised(x, u)
     at = [x, u, p, y_at, dxn_at, dy_at]
     jac = ca.Function(
         "jac_" + name,
-        inputs + [out_c, out_xn],
+        inputs + outs,
         jac_products(*at),
-        names + ["out_cost", "out_x_next"],
-        [f"jac_{o}_{n}" for o in ("cost", "x_next") for n in names],
+        names + ["out_" + n for n in out_names],
+        [f"jac_{o}_{n}" for o in out_names for n in names],
     )
-    seeds = [out_c, out_xn, adj_c, adj_xn]
-    seed_names = ["out_cost", "out_x_next", "adj_cost", "adj_x_next"]
+    seeds = outs + adjs
+    seed_names = ["out_" + n for n in out_names] + ["adj_" + n for n in out_names]
     adj_names = ["adj_" + n for n in names]
     out_adj = [ca.MX.sym("out_" + n, v.sparsity()) for n, v in zip(adj_names, inputs)]
     jac_adj = ca.Function(
         "jac_adj1_" + name,
         inputs + seeds + out_adj,
-        hess_products(*at, adj_c),
+        hess_products(*at, adjs[0]),
         names + seed_names + ["out_" + n for n in adj_names],
         [f"jac_{n}_{m}" for n in adj_names for m in names + seed_names],
     )
     adj = ca.Function(
         "adj1_" + name,
         inputs + seeds,
-        adj_products(*at, adj_c, adj_xn),
+        adj_products(*at, *adjs),
         names + seed_names,
         adj_names,
         {"custom_jacobian": jac_adj, "jac_penalty": 0},
@@ -149,9 +165,42 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX):
         inputs,
         nominal(x, u, p),
         names,
-        ["cost", "x_next"],
+        out_names,
         {"custom_jacobian": jac, "jac_penalty": 0.5, "cache": {adj.name(): adj}},
     )
+
+
+def _check_signatures(name, cost, inner, constraint):
+    """gauss_newton_stage's inputs fit: cost and constraint take (x, u, p, y) of inner's (x, u) -> (x_next, y)."""
+
+    def fail(what):
+        raise ValueError(f"gauss_newton_stage {name!r}: {what}")
+
+    if inner.n_in() != 2 or inner.n_out() != 2:
+        fail(
+            f"inner {inner.name()!r} must be (x, u) -> (x_next, y), got {inner.n_in()} inputs, {inner.n_out()} outputs"
+        )
+    sizes = {"x": inner.numel_in(0), "u": inner.numel_in(1), "y": inner.numel_out(1)}
+    if inner.numel_out(0) != sizes["x"]:
+        fail(f"inner {inner.name()!r}'s x_next has {inner.numel_out(0)} entries, its input x {sizes['x']}")
+    for label, f in (("cost", cost), ("constraint", constraint)):
+        if f is None:
+            continue
+        if f.n_in() != 4 or f.n_out() != 1:
+            fail(
+                f"the {label} {f.name()!r} must be (x, u, p, y) -> one output, "
+                f"got {f.n_in()} inputs, {f.n_out()} outputs"
+            )
+        if label == "cost" and f.numel_out(0) != 1:
+            fail(f"the cost {f.name()!r} must be a scalar, got {f.size_out(0)}")
+        for i, arg in ((0, "x"), (1, "u"), (3, "y")):
+            if f.numel_in(i) != sizes[arg]:
+                fail(
+                    f"the {label} {f.name()!r}'s input {arg} ({f.name_in(i)!r}, #{i}) has {f.numel_in(i)} entries, "
+                    f"inner {inner.name()!r}'s {arg} {sizes[arg]}"
+                )
+        if f.numel_in(2) != cost.numel_in(2):
+            fail(f"the {label} {f.name()!r}'s input p has {f.numel_in(2)} entries, the cost's {cost.numel_in(2)}")
 
 
 def sx_second_order(f):

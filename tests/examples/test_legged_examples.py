@@ -1,5 +1,5 @@
-"""The legged-robot examples: examples/quadruped_gait.py (Crocoddyl's solo12 trot, shortened, stage by
-stage) and examples/humanoid_com.py (talos weight shift with the centroidal momentum).
+"""The legged-robot problems: Crocoddyl's solo12 trot (``casrbd.ocp.legged``, shortened, stage by stage, as
+examples/quadruped_gait.py builds it) and examples/humanoid_com.py (talos weight shift with the centroidal momentum).
 
 The trot runs in a reduced size with fatrop and with IPOPT from Crocoddyl's guess: both must succeed
 and reach the same optimum. Both solutions are then checked with code that does not share the
@@ -21,6 +21,8 @@ from conftest import requires_example_robot_data
 
 import casrbd
 from casrbd import ocp
+from casrbd.models import load_robot
+from casrbd.ocp import legged
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -39,13 +41,15 @@ def example(name):
 @pytest.fixture(scope="module")
 def trots():
     requires_example_robot_data("solo12")
-    mod = example("quadruped_gait")
-    short = {"step_knots": 6, "support_knots": 1}
-    return mod, {s: mod.solve("trot", s, "gauss-newton", **short) for s in ocp.SOLVERS}
+    model, short = load_robot("solo12"), {"step_knots": 6, "support_knots": 1}
+    steps = legged.trot(model, legged.SOLO_STANDING, **short)
+    problem = legged.quadruped_problem("trot", model, **short)
+    solutions = {s: problem.solve(s) for s in ocp.SOLVERS}
+    return {s: {"model": model, "knots": steps, "xs": r.xs, "us": r.us, "stats": r.stats} for s, r in solutions.items()}
 
 
 def test_trot_fatrop_and_ipopt_reach_the_same_optimum(trots):
-    _, r = trots
+    r = trots
     a, b = r["fatrop"], r["ipopt"]
     assert a["stats"]["success"] and b["stats"]["success"]
     assert abs(a["stats"]["cost"] - b["stats"]["cost"]) <= 1e-7 * abs(b["stats"]["cost"])
@@ -56,8 +60,7 @@ def test_trot_is_physical(trots):
     """Crocoddyl's dynamics, checked with casrbd's numeric API: semi-implicit Euler; at running knots
     M a + b = [0; u] + J^T F with the stance feet's acceleration -kd times their velocity; at impulse
     knots M (v+ - v) = J^T P with the landing feet at rest after it."""
-    mod, r = trots
-    r, model, kd = r["fatrop"], r["fatrop"]["model"], 50.0
+    r, model, kd = trots["fatrop"], trots["fatrop"]["model"], legged.SOLO_KD
     nq, dt = model.nq, r["knots"][0].dt
     np.testing.assert_allclose(np.linalg.norm(r["xs"][:, 3:7], axis=1), 1, atol=1e-9)
     assert any(k.dt == 0 for k in r["knots"]) and any(len(k.feet) == 2 for k in r["knots"])
@@ -82,7 +85,7 @@ def test_trot_is_physical(trots):
         F = np.linalg.lstsq(J.T, rhs, rcond=None)[0] if len(knot.feet) else np.zeros(0)
         np.testing.assert_allclose(J.T @ F if len(F) else 0, rhs, atol=1e-7 * max(1, np.abs(rhs).max()))
     with pytest.raises(ValueError, match="gauss-newton"):
-        mod.solve("trot", compiled=True, hessian="exact")
+        legged.quadruped_problem("trot", model, compiled=True, hessian="exact", step_knots=2, support_knots=1)
 
 
 @pytest.fixture(scope="module")
