@@ -120,7 +120,7 @@ def test_hard_constraints_hold_at_the_compiled_solution(solo):
     and torque limits, compiled at -O0, fatrop): the cones (checked on the forces of the uncompiled
     dynamics) and the limits hold, and both are active."""
     mu, tau_max = 0.3, 0.5
-    _, com = legged._feet_and_com(solo, legged.SOLO_STANDING, legged.SOLO_FEET)
+    _, com = legged.feet_and_com(solo, legged.SOLO_STANDING, legged.SOLO_FEET)
     x0 = np.r_[legged.SOLO_STANDING, np.zeros(solo.nv)]
     knots = [stance_knot(solo, com, mu, tau_max) for _ in range(8)]
     terminal = [ocp.Cost(ocp.CoMPosition(), 1e4, reference=com)]
