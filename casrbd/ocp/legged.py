@@ -65,7 +65,8 @@ def footstep(feet, com, feet0, swing, length, height, dt, n):
     return steps + [Step(tuple(swing), 0.0, None, targets)]
 
 
-def _feet_and_com(model, q0, feet):
+def feet_and_com(model, q0, feet):
+    """({foot: its position}, the CoM above the feet's centre) at q0."""
     p = {f: frame_placement(model, q0, f)[:3, 3] for f in feet}
     com = np.mean(list(p.values()), axis=0)
     com[2] = center_of_mass(model, q0)[2]
@@ -74,7 +75,7 @@ def _feet_and_com(model, q0, feet):
 
 def trot(model, q0, length=0.06, height=0.03, dt=1e-2, step_knots=25, support_knots=2):
     """createTrottingProblem's schedule for solo12 (the last step is the terminal one)."""
-    p, com = _feet_and_com(model, q0, SOLO_FEET)
+    p, com = feet_and_com(model, q0, SOLO_FEET)
     rest = [Step(SOLO_FEET, dt)] * support_knots
     pair1, pair2 = ("FR_FOOT", "HL_FOOT"), ("FL_FOOT", "HR_FOOT")
     first = footstep(SOLO_FEET, com, [p[f] for f in pair1], pair1, length / 2, height, dt, step_knots)
@@ -96,7 +97,7 @@ def jump(model, q0, height=0.15, span=(0.0, 0.3, 0.0), dt=1e-2, ground=10, flyin
 
 def walk(model, q0, length=0.6, height=0.1, dt=0.03, step_knots=15, support_knots=4):
     """createWalkingProblem's schedule for talos (the first step a half one; the last is the terminal one)."""
-    p, com = _feet_and_com(model, q0, TALOS_FEET)
+    p, com = feet_and_com(model, q0, TALOS_FEET)
     rest = [Step(TALOS_FEET, dt)] * support_knots
     right = footstep(TALOS_FEET, com, [p[TALOS_FEET[0]]], TALOS_FEET[:1], length / 2, height, dt, step_knots)
     left = footstep(TALOS_FEET, com, [p[TALOS_FEET[1]]], TALOS_FEET[1:], length, height, dt, step_knots)

@@ -121,3 +121,23 @@ def test_weight_shift_plot(shift, tmp_path):
     path = tmp_path / "talos.png"
     mod.plot(r, str(path))
     assert path.read_bytes()[:8] == PNG and (tmp_path / "talos_snapshots.png").read_bytes()[:8] == PNG
+
+
+@pytest.mark.slow
+def test_gap_crossing_holds_its_hard_constraints():
+    """examples/gap_crossing.py (compiled at -O0): solved, torques within the limit (and at it), the feet
+    above the ground in flight and beyond the gap after the touchdown, checked with casrbd's numeric API."""
+    requires_example_robot_data("solo12")
+    gap, tau_max = 0.1, 2.5
+    r = example("gap_crossing").solve(gap, tau_max=tau_max, flags=("-O0",))
+    model, xs = r["model"], r["xs"]
+    assert r["stats"]["success"] and r["violation"] < 1e-6
+    torques = max(np.abs(u).max() for u in r["us"] if u.size)
+    assert tau_max - 1e-5 < torques <= tau_max + 1e-6
+    for k, step in enumerate(r["knots"][:-1]):
+        heights = [casrbd.frame_placement(model, xs[k][: model.nq], f)[2, 3] for f in legged.SOLO_FEET]
+        if step.feet == ():  # a flight knot: its clearance constraint on its state
+            assert min(heights) >= 0.005 - 1e-6
+    start = [casrbd.frame_placement(model, xs[0][: model.nq], f)[0, 3] for f in legged.SOLO_FEET]
+    end = [casrbd.frame_placement(model, xs[-1][: model.nq], f)[0, 3] for f in legged.SOLO_FEET]
+    np.testing.assert_allclose(np.subtract(end, start), gap, atol=0.02)

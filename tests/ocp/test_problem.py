@@ -120,7 +120,7 @@ def test_hard_constraints_hold_at_the_compiled_solution(solo):
     and torque limits, compiled at -O0, fatrop): the cones (checked on the forces of the uncompiled
     dynamics) and the limits hold, and both are active."""
     mu, tau_max = 0.3, 0.5
-    _, com = legged._feet_and_com(solo, legged.SOLO_STANDING, legged.SOLO_FEET)
+    _, com = legged.feet_and_com(solo, legged.SOLO_STANDING, legged.SOLO_FEET)
     x0 = np.r_[legged.SOLO_STANDING, np.zeros(solo.nv)]
     knots = [stance_knot(solo, com, mu, tau_max) for _ in range(8)]
     terminal = [ocp.Cost(ocp.CoMPosition(), 1e4, reference=com)]
@@ -172,3 +172,35 @@ def test_a_warm_build_in_a_fresh_process_builds_no_stage(tmp_path):
     cold, warm = run(), run()
     assert cold["builds"] == 2 and warm["builds"] == 0
     assert warm["out"] == cold["out"] and len(cold["out"]) == 3
+
+
+@pytest.mark.parametrize("integrator", ocp.INTEGRATORS)
+def test_arm_solution_warm_starts_and_steps_as_its_integrator(integrator):
+    """A 2-link arm (aba) to a joint target: the solution's states step by the integrator (checked with the
+    numeric aba and integrate), and IPOPT warm-started at it stops at once, where it was."""
+    model = casrbd.models.serial_chain(2)
+    x0, dt = np.r_[0.5, -0.3, 0.0, 0.0], 0.05
+    terms = [ocp.Cost(ocp.State(np.zeros(4)), 1.0), ocp.Cost(ocp.Control(), 1e-3)]
+    problem = ocp.Problem(model, x0, [ocp.Knot(ocp.free_dynamics(), dt, terms, integrator)] * 4, terms[:1])
+    sol = problem.solve("ipopt")
+    assert sol.stats["success"] and sol.violation < 1e-8
+
+    def acc(x, u):
+        return casrbd.aba(model, x[:2], x[2:], u)
+
+    for x, u, x_next in zip(sol.xs, sol.us, sol.xs[1:]):
+        if integrator == "semi-implicit":
+            v = x[2:] + dt * acc(x, u)
+            expected = np.r_[x[:2] + dt * v, v]
+        elif integrator == "euler":
+            expected = np.r_[x[:2] + dt * x[2:], x[2:] + dt * acc(x, u)]
+        else:
+            k1 = np.r_[x[2:], acc(x, u)]
+            k2 = np.r_[x[2:] + dt / 2 * k1[2:], acc(x + dt / 2 * k1, u)]
+            k3 = np.r_[x[2:] + dt / 2 * k2[2:], acc(x + dt / 2 * k2, u)]
+            k4 = np.r_[x[2:] + dt * k3[2:], acc(x + dt * k3, u)]
+            expected = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        np.testing.assert_allclose(x_next, expected, atol=1e-9)
+    again = problem.solve("ipopt", warm_start=sol)
+    assert again.stats["success"] and again.stats["iterations"] <= 2
+    np.testing.assert_allclose(again.xs, sol.xs, atol=1e-7)
