@@ -3,6 +3,7 @@
 import casadi as ca
 
 from .. import codegen
+from .. import derivative_protocol as protocol
 from .solvers import COMPILE_FLAGS
 
 # compile_stages' flags for a large stage library: COMPILE_FLAGS without -O1's redundancy eliminations,
@@ -39,8 +40,7 @@ def stage_derivatives(f):
     structurally empty: casadi then passes them nothing, and an NLP's derivative evaluation no longer
     calls f (or the adjoint, for the Hessian) to produce them (solo12 trot's ``nlp_grad_f``: one call per
     knot instead of two)."""
-    adjoint = f.reverse(1)
-    return [_plain(f)] + [_plain(g, nominal=True) for g in (f.jacobian(), adjoint, adjoint.jacobian())]
+    return [_plain(f)] + [_plain(g, nominal=True) for g in protocol.derivatives(f)]
 
 
 def _plain(g, nominal=False):
@@ -50,7 +50,7 @@ def _plain(g, nominal=False):
     if nominal:
         every = ca.veccat(*outs)
         args = [
-            ca.MX.sym(n, ca.Sparsity(*a.shape)) if n.startswith("out_") and not ca.depends_on(every, a) else a
+            ca.MX.sym(n, ca.Sparsity(*a.shape)) if protocol.is_nominal(n) and not ca.depends_on(every, a) else a
             for n, a in zip(g.name_in(), args)
         ]
         outs = g.call(args, True, False)
@@ -148,16 +148,14 @@ def negated(f, output, name=None):
         out = flip(g.call(flip(args, flip_in), True, False), flip_out)
         return ca.Function(label, args, out, g.name_in(), g.name_out(), options or {})
 
-    adjoint = f.reverse(1)
     seeds = [1] * n_in + sign + sign  # adj1's inputs: f's inputs, its outputs, their seeds
     jac_rows = [s for s in sign for _ in range(n_in)]  # jac_: a block per (output, input), output-major
-    hessian = function(
-        adjoint.jacobian(), "jac_adj1_" + name, seeds + [1] * n_in, [s for _ in range(n_in) for s in seeds]
-    )
-    adj = function(adjoint, "adj1_" + name, seeds, [1] * n_in, {"custom_jacobian": hessian, "jac_penalty": 0})
-    jac = function(f.jacobian(), "jac_" + name, [1] * n_in + sign, jac_rows)
-    options = {"custom_jacobian": jac, "jac_penalty": 0, "cache": {adj.name(): adj}}
-    return function(f, name, [1] * n_in, sign, options)
+    jacobian, adjoint, hessian = protocol.derivatives(f)
+    hessian_rows = [s for _ in range(n_in) for s in seeds]
+    hessian = function(hessian, protocol.hessian_name(name), seeds + [1] * n_in, hessian_rows)
+    adj = function(adjoint, protocol.adjoint_name(name), seeds, [1] * n_in, protocol.adjoint_options(hessian))
+    jac = function(jacobian, protocol.jacobian_name(name), [1] * n_in + sign, jac_rows)
+    return function(f, name, [1] * n_in, sign, protocol.options(jac, adj, jac_penalty=0))
 
 
 def _calls(f, name):

@@ -21,6 +21,8 @@ import warnings
 
 import casadi as ca
 
+from .. import derivative_protocol as protocol
+
 _warned = set()
 
 
@@ -55,4 +57,4 @@ def analytical_functions(problem):
     if not isinstance(problem, ca.Function):
         exprs = problem if isinstance(problem, (list, tuple)) else [problem]
         problem = ca.Function("problem", ca.symvar(ca.veccat(*exprs)), list(exprs))
-    return sorted({f.name() for f in problem.find_functions() if "jac_" + f.name() in f.cache()})
+    return sorted({f.name() for f in problem.find_functions() if protocol.jacobian_name(f.name()) in f.cache()})
