@@ -21,7 +21,7 @@ from .. import cache
 from ..derivative_protocol import shipped, solver_set
 from ..functions import function, spec
 from ..model import per_model
-from ..spec import choice
+from ..spec import HESSIANS, choice
 from .compiler import CompileError, compile_library, cpu, find_compiler
 from .csource import (
     MEMO_BYTES,
@@ -41,8 +41,6 @@ VERBOSE_INSTRUCTIONS = 20000
 # in every key: entries of an older layout (casadi's C as it wrote it, without ``inline_helpers`` or
 # ``hoist_arguments``) are never looked at
 CACHE_LAYOUT = "casrbd-cache-5"
-# the solver's word for its Hessian: "exact" (second derivatives) or "limited-memory" (none)
-HESSIANS = ("exact", "limited-memory")
 LIBRARIES = cache.register("library", "libraries", "compiled library")
 # the benchmarks' C builds (benchmarks/harness.py, benchmarks/pinocchio_cpp): registered here, where every
 # casrbd process registers its kinds, so that ``casrbd cache`` lists and prunes them

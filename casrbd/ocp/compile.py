@@ -4,28 +4,8 @@ import casadi as ca
 
 from .. import codegen
 from .. import derivative_protocol as protocol
-from .solvers import COMPILE_FLAGS
+from ..codegen.flags import STAGE_FLAGS, stage_flags
 
-# compile_stages' flags for a large stage library: COMPILE_FLAGS without -O1's redundancy eliminations,
-# which take half of gcc's time on such code (solo12 trot's two-foot stage in 25 s against 51 s; talos'
-# two-foot walking stage, matrix products, in 104 s against 110 s) and gain little at -O1
-STAGE_FLAGS = (
-    *COMPILE_FLAGS,
-    "-fno-tree-dominator-opts",
-    "-fno-tree-fre",
-    "-fno-tree-forwprop",
-    "-fno-dse",
-    "-fno-tree-dse",
-    "-fno-tree-pta",
-    "-fno-forward-propagate",
-)
-# compile_stages' flags for a stage library of up to this many SX instructions (``codegen.sx_instructions``:
-# solo12's, 16k to 170k) are codegen.DEFAULT_FLAGS (-O3): on an Intel Xeon (AVX-512) the trot's two-foot
-# stage's Jacobian 7.4 against 11.2 us and its Gauss-Newton Hessian 22 against 30 us (at points already
-# linearised; 32 against 40 us for the Jacobian at new points), at STAGE_FLAGS, for gcc's 37 s against
-# 18 s; on an AMD EPYC as fast either way. A humanoid's (talos' walk, 300k to 400k) compile at
-# STAGE_FLAGS, where -O3's time grows faster than the code.
-STAGE_O3_MAX = 200_000
 # the output of a stage Function that Stagewise.step closes the gap to (x_{k+1} - x_next = 0: fatrop's
 # structure detection takes the gap with +I on x_{k+1}); compile_stages keeps it negated in the C
 GAP_OUTPUT = "x_next"
@@ -122,11 +102,6 @@ def _unnegated(core, f):
     args = core.mx_in()
     outs = [-v if flip and n == GAP_OUTPUT else v for v, n in zip(core.call(args), core.name_out())]
     return ca.Function(name, args, outs, core.name_in(), core.name_out())
-
-
-def stage_flags(instructions):
-    """The compiler flags of a stage library of that many SX instructions (``STAGE_O3_MAX``)."""
-    return codegen.DEFAULT_FLAGS if instructions <= STAGE_O3_MAX else STAGE_FLAGS
 
 
 def negated(f, output, name=None):

@@ -21,11 +21,11 @@ import numpy as np
 
 from ..functions import function
 from ..models import load_robot
-from ..spec import choice
-from .solvers import SOLVERS, solver_options
+from ..spec import EXPLICIT_INTEGRATORS as INTEGRATORS
+from ..spec import SOLVERS, choice
+from .solvers import solver_options
 from .transcription import dynamics, forward_dynamics_ode, rk4
 
-INTEGRATORS = ("rk4", "euler")
 ACTIVE = 1e-6  # a bound is active where the solution is this close to it (relative to 1 + |bound|)
 # arm7 bent away from its upright, singular neutral configuration, and a target of its tool near it [m]
 REST = (0.0, 0.6, 0.0, -1.2, 0.0, 0.6, 0.0)

@@ -3,18 +3,11 @@
 import re
 
 from .. import codegen
-from ..spec import choice
+from ..codegen.flags import COMPILE_FLAGS
+from ..spec import HESSIANS, SOLVERS, choice
 from .diagnostics import FATROP_FLAGS, diagnose, missing_derivatives, overfull_stages, share_libraries
 from .expand import keep_analytical
 from .stagewise import names_of
-
-SOLVERS = ("ipopt", "fatrop")
-HESSIANS = codegen.HESSIANS
-# -O1 for this CPU: second derivatives have 1e5 to 1e6 instructions and -O2 or -O3 take minutes on them;
-# -march=native's fused multiply-adds make -O1 nearly -O3's speed (solo12's running stage of Crocoddyl's
-# trot, 150k instructions: Gauss-Newton Hessian 70 us against 97 us at plain -O1 and 67 us at -O3;
-# gcc 25 s against 46 s at -O3 and 150 s at -O2)
-COMPILE_FLAGS = ("-O1", "-march=native")
 
 
 def solver_options(
