@@ -9,7 +9,7 @@ times are unchanged. ``COMPILE_FLAGS``, the optimal-control default where casadi
 (second derivatives of 1e5 to 1e6 instructions, on which -O2 and -O3 take minutes): -O1, which
 ``-march=native``'s fused multiply-adds bring near -O3's speed. ``STAGE_FLAGS``, for a stage library too
 large for -O3 (over ``STAGE_O3_MAX`` SX instructions, where -O3's time grows faster than the code): -O1
-without its redundancy eliminations, which find nothing in such code and take half of gcc's time
+without its redundancy eliminations, which find nothing in such code and take much of gcc's time
 (``stage_flags`` picks). ``("-O1",)`` compiles graphs of 100k instructions and more several times
 faster than ``DEFAULT_FLAGS``, for a library to build quickly or copy elsewhere. The GPU kernels' host
 build checks values and is never timed, so it is compiled at -O0. NVRTC is asked for ptxas's report

@@ -284,8 +284,8 @@ def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, hessian="exact", *
     Function's graph, generated to C (``second_order="ad"`` asks for AD where the analytical one is
     offered). ``hessian``, the solver's word: "exact" ships second derivatives; "limited-memory" no AD
     second derivatives (an analytical adjoint still ships), for solvers that take no exact Hessian
-    (Gauss-Newton, L-BFGS); AD second derivatives can be large (solo12's 4-contact
-    ``constraint_dynamics``: 1.4M instructions) and a Hessian through a call without them fails.
+    (Gauss-Newton, L-BFGS); AD second derivatives can be far larger than the Function (benchmarks/README.md,
+    Graph sizes) and a Hessian through a call without them fails.
     ``flags``, ``compiler``: as ``compile_functions``.
     """
     if "jacobian" not in options:

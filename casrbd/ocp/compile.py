@@ -18,8 +18,7 @@ def stage_derivatives(f):
     inlined one level), so that C code generation writes the Functions they call once. A derivative's
     inputs of f's nominal outputs (``out_*``) that none of its outputs depends on are declared
     structurally empty: casadi then passes them nothing, and an NLP's derivative evaluation no longer
-    calls f (or the adjoint, for the Hessian) to produce them (solo12 trot's ``nlp_grad_f``: one call per
-    knot instead of two)."""
+    calls f (or the adjoint, for the Hessian) to produce them."""
     return [_plain(f)] + [_plain(g, nominal=True) for g in protocol.derivatives(f)]
 
 
@@ -54,7 +53,7 @@ def compile_stages(functions, name, flags=None, verbose=None, keys=None):
     directions, which costs more than the stages' own derivatives on solo12's trot). The library holds
     each stage with its next state negated (``negated``) and the Function returned negates it back:
     in the gap x_{k+1} - x_next, casadi's SX folds the two signs, where it would otherwise negate each
-    entry of the Jacobian in its VM (93k of the 195k instructions of the trot's constraint Jacobian).
+    entry of the Jacobian in its VM (benchmarks/README.md, Crocoddyl's legged problems).
     ``flags``: the compiler's for every library, by default each library's by its size (``stage_flags``).
     ``keys``: ``{stage name: description}``, strings that determine the stages (their model, terms,
     versions): their libraries are cached by them (``codegen.compile_libraries``' keys), and

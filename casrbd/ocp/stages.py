@@ -5,8 +5,9 @@ import casadi as ca
 from .. import derivative_protocol as protocol
 
 # above this many scalar instructions a Gauss-Newton stage's products are sparse matrix products (MX:
-# loops) instead of scalar code: talos' two-foot stage wrote 210k lines of them, more than gcc -O1 had
-# compiled in 16 minutes, where solo12's (25k for a two-foot knot) are fastest as scalar code
+# loops) instead of scalar code: a humanoid's scalar products are more code than gcc compiles in
+# reasonable time, where a quadruped's are fastest as scalar code (benchmarks/README.md, Crocoddyl's
+# legged problems)
 SX_PRODUCTS_MAX = 60_000
 
 
@@ -40,7 +41,7 @@ def gauss_newton(f):
 def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, constraint=None):
     """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
     its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
-    per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once
+    per chunk of 64 directions (several times per knot and iteration), this evaluates it once
     per derivative call.
 
     ``cost``: an SX Function (x, u, p, y) -> scalar; ``inner``: a Function (x, u) -> (x_next, y) (the
