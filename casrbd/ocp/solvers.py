@@ -133,7 +133,7 @@ def solve(opti, raise_on_failure=False):
     except RuntimeError as e:
         _explain(e, opti)
     s = opti.stats()
-    solver, status = _status(s)
+    solver, status = solver_status(s)
     out = {
         "status": status,
         "success": bool(s["success"]),
@@ -158,8 +158,9 @@ def solve(opti, raise_on_failure=False):
     return out
 
 
-def _status(s):
-    """(the solver's own status, IPOPT's word for it)."""
+def solver_status(s):
+    """(the solver's own status, IPOPT's word for it) from a solver's statistics ``s`` (Opti's or
+    nlpsol's ``stats()``): fatrop's and any solver's that reports a number only in words."""
     flag = (s.get("fatrop") or {}).get("return_flag")
     if flag is not None:
         own, word = FATROP_FLAGS[flag] if 0 <= flag < len(FATROP_FLAGS) else FATROP_FLAGS[-1]
