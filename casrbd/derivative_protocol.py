@@ -12,8 +12,9 @@ casadi asks a Function ``f`` for its derivatives by name and finds them in f's d
   adjoint with ``custom_jacobian`` and ``jac_penalty`` 0 (``adjoint_options``).
 
 ``options`` gives the options of a Function carrying them, ``symbols`` the symbols of a derivative's
-inputs, ``derivatives`` the three as casadi hands them, ``shipped`` those a Function carries itself and
-``solver_set`` f with the ones a solver asks of its calls.
+inputs, ``adjoint_function`` an adjoint written out with its Jacobian, ``derivatives`` the three as
+casadi hands them, ``shipped`` those a Function carries itself and ``solver_set`` f with the ones a
+solver asks of its calls.
 """
 
 import casadi as ca
@@ -94,6 +95,17 @@ def options(jacobian=None, adjoint=None, jac_penalty=JAC_PENALTY):
 def adjoint_options(hessian):
     """The options of an adjoint that carries its Jacobian ``hessian`` (always used: the forward sweep asks)."""
     return options(hessian, jac_penalty=0)
+
+
+def adjoint_function(name, names_in, names_out, inputs, adjoints, hessian):
+    """``adj1_<name>`` carrying its Jacobian ``jac_adj1_<name>`` (``adjoint_options``), for a Function
+    ``name`` with inputs ``names_in`` and outputs ``names_out``: ``inputs`` the adjoint's input symbols
+    (f's inputs, nominal outputs, seeds: ``adjoint_io``), ``adjoints`` its outputs (one per input of f),
+    ``hessian`` the Jacobian's blocks d adjoint / d input in ``hessian_io``'s order."""
+    names = adjoint_io(names_in, names_out)
+    own = symbols(type(inputs[0]), names[1], [x.sparsity() for x in inputs[: len(names_in)]], NOMINAL)
+    jac = ca.Function(hessian_name(name), inputs + own, hessian, *jacobian_io(*names))
+    return ca.Function(adjoint_name(name), inputs, adjoints, *names, adjoint_options(jac))
 
 
 def with_options(g, opts):

@@ -41,10 +41,7 @@ from .algorithms.passes.memo import sharing
 from .model import per_model
 from .naming import identifier
 from .spatial import Inertia
-from .spec import F_EXT, PI, REQUIRED, Arg, choice
-
-JACOBIANS = ("ad", "analytical")
-SYMBOLIC = ("SX", "MX")
+from .spec import F_EXT, JACOBIANS, PI, REQUIRED, SYMBOLIC, Arg, choice
 
 
 class SingularMassMatrixError(ValueError):

@@ -30,6 +30,7 @@ regressor, P_1, P_2 the selected and remaining columns, beta (r x (10 n - r)), B
 
 from typing import NamedTuple
 
+import casadi as ca
 import numpy as np
 
 from .api import random_configuration
@@ -82,9 +83,12 @@ class BaseParameters(NamedTuple):
 
 
 def stacked_regressor(model, qs, vs, as_):
-    """W = [Y(q_1, v_1, a_1); ...]: the joint-torque regressors of several states stacked (numpy)."""
-    Y = function(model, "joint_torque_regressor")
-    return np.vstack([Y(q, v, a).full() for q, v, a in zip(qs, vs, as_)])
+    """W = [Y(q_1, v_1, a_1); ...]: the joint-torque regressors of several states stacked (numpy), from
+    one call of casadi's map over them."""
+    columns = [ca.horzcat(*[ca.DM(x) for x in xs]) for xs in (qs, vs, as_)]
+    n = columns[0].size2()
+    Y = function(model, "joint_torque_regressor").map(n)(*columns).full()  # Y_1, ..., Y_n side by side
+    return Y.reshape(Y.shape[0], n, -1).transpose(1, 0, 2).reshape(n * Y.shape[0], -1)
 
 
 def base_parameters(model, samples=None, seed=0, rtol=1e-9):

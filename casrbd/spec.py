@@ -12,6 +12,16 @@ Jacobian to any spec by a ``Jacobian`` entry (``casrbd.algorithms`` joins them).
 import warnings
 from typing import Callable, NamedTuple, Optional
 
+# the vocabulary of the public choices, each once (``choice`` lists them in this order in its errors)
+SYMBOLIC = ("SX", "MX")  # casrbd.function's symbolic type
+JACOBIANS = ("ad", "analytical")  # how a Function's derivatives are taken: jacobian=, second_order=
+DYNAMICS = ("aba", "rnea")  # ocp.dynamics: forward or inverse dynamics
+HESSIANS = ("exact", "limited-memory")  # the solver's word for its Hessian: second derivatives or none
+HESSIAN_MODELS = ("gauss-newton", "exact")  # ocp.Problem's model of the curvature
+SOLVERS = ("ipopt", "fatrop")
+INTEGRATORS = ("semi-implicit", "euler", "rk4")  # a Knot's (Crocoddyl's semi-implicit Euler first)
+EXPLICIT_INTEGRATORS = ("rk4", "euler")  # of x' = f(x, u) on a vector state (ocp.reach)
+
 
 def choice(what, value, valid, deprecated=None):
     """``value`` if it is one of ``valid``; an old spelling in ``deprecated`` ({old: new}) is mapped

@@ -148,15 +148,6 @@ def fourier_trajectory(limits, t, rng, harmonics=5, period=10.0, margin=0.8):
     return (lo + hi) / 2 + dq * scale, v * scale, a * scale
 
 
-def stacked(model, name, *columns):
-    """A Function of the model evaluated at every row of the given arrays at once (casadi map)."""
-    f = function(model, name)
-    out = f.map(len(columns[0]))(*[np.asarray(x).T for x in columns]).full()
-    return (
-        out.reshape(out.shape[0], len(columns[0]), -1).transpose(1, 0, 2).reshape(-1, out.shape[1] // len(columns[0]))
-    )
-
-
 def prior_perturbation(theta, error, rng):
     """A random change of log-Cholesky coordinates that changes masses and rotational inertias by about
     ``error`` (relative) and centres of mass by about ``error`` / 10 m (a CAD model's errors)."""

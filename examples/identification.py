@@ -65,7 +65,7 @@ def run(samples=1000, sigma=0.1, candidates=10, prior_error=0.2, gamma=1.0, dura
     # 1. the exciting trajectory: the best conditioned of several random ones (W: its stacked regressor)
     best = None
     for _ in range(candidates):
-        W = common.stacked(model, "joint_torque_regressor", *common.fourier_trajectory(limits, t, rng, period=duration))
+        W = identification.stacked_regressor(model, *common.fourier_trajectory(limits, t, rng, period=duration))
         cond = np.linalg.cond(base.regressor(W))
         if best is None or cond < best[0]:
             best = (cond, W)
@@ -87,7 +87,7 @@ def run(samples=1000, sigma=0.1, candidates=10, prior_error=0.2, gamma=1.0, dura
     pi_fit, stats = consistent_fit(model, base, pi_b, information, theta_prior, gamma)
     z_fit = (base.of(pi_fit) - pi_b_true) / std
     # 4. validation on another trajectory: rms torque errors per joint of each estimate's predictions
-    Wv = common.stacked(model, "joint_torque_regressor", *common.fourier_trajectory(limits, t, rng, period=duration))
+    Wv = identification.stacked_regressor(model, *common.fourier_trajectory(limits, t, rng, period=duration))
     tau_v = (Wv @ pi_true).reshape(-1, model.nv)
     predicted = {"base LS": Wv[:, list(base.independent)] @ pi_b, "consistent": Wv @ pi_fit, "prior": Wv @ pi_prior}
     predicted = {label: y.reshape(-1, model.nv) for label, y in predicted.items()}

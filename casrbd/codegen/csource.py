@@ -168,7 +168,7 @@ def eliminate_common(source, f):
 
 # per memoized Function and thread: far more slots than an optimal control problem has knots, in sets
 # of MEMO_WAYS, so that a point displaces another only where more than MEMO_WAYS share a set (a
-# direct-mapped table had a pair of a trot's knots on one slot, both recomputed at every evaluation)
+# direct-mapped table can hold two of a problem's knots on one slot, both recomputed at every evaluation)
 MEMO_BYTES, MEMO_SLOTS, MEMO_WAYS = 1 << 24, 1024, 4
 MEMO_WRAPPER = template("memo.c").template
 

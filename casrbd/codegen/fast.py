@@ -4,7 +4,7 @@ batches over many states without copies.
     from casrbd import fast
     aba = fast.function(model, "aba")      # any casrbd.function name and options; compiled once
     a = aba(q, v, tau)                     # arguments checked and copied in, a new array out
-    aba.q[:] = q; aba.evaluate(); aba.a    # preallocated arrays: the C code plus ~0.1 us
+    aba.q[:] = q; aba.evaluate(); aba.a    # preallocated arrays: the C code and little else
     aba.q = q                              # the same copy, checked (shape, dtype) as a call's arguments
     A = fast.batch(model, "aba")(Q, V, T)  # (N, nq), (N, nv), (N, nv) arrays -> (N, nv)
 
@@ -13,8 +13,9 @@ process loads it without compiling) together with its casadi ``map`` over
 ``chunk`` states; the library is loaded once per model and options. Calls go
 through casadi's ``Function.buffer()``: the inputs and outputs are numpy
 arrays whose memory the compiled code reads and writes directly, and the
-call itself costs tens of nanoseconds (``Function.__call__`` with numpy
-arguments costs 20-40 us, most of it converting numpy to casadi's DM).
+call itself adds next to nothing, where ``Function.__call__`` with numpy
+arguments spends most of its time converting numpy to casadi's DM
+(benchmarks/README.md, Fast numeric calls).
 
 Layouts. A column input or output is a 1-D array, a matrix one an (m, n)
 array (a view of casadi's column-major memory). In a batch, state k is row k:

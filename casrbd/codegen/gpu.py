@@ -24,13 +24,14 @@ arrays (numpy) are copied to the device. Results are CuPy arrays
 (``torch.from_dlpack(a)`` views one without a copy). Kernels run on CuPy's
 current stream.
 
-Splitting. A derivative Function spills registers (255 per thread and tens
-of kB of local memory): ``split="outputs"`` compiles one kernel per output,
+Splitting. A derivative Function spills registers (all a thread has, and
+local memory besides): ``split="outputs"`` compiles one kernel per output,
 ``split=k`` kernels of at most k output nonzeros each, ``split=[["da_dq"],
 ["da_dv", "da_dtau"]]`` the groups named; each kernel recomputes what its
 outputs need. Each kernel spills less, but ptxas's report shows the total
 growing (most outputs need most of the graph), so it is off by default;
-``python -m benchmarks.gpu`` measures both. Single precision spills 2.5-7x less.
+``python -m benchmarks.gpu`` measures both. Single precision spills less
+(benchmarks/README.md, GPU batches).
 
 Checking without a GPU. ``host_function(f)`` compiles the same source with the
 system C++ compiler, the CUDA qualifiers defined away and the thread index

@@ -21,7 +21,7 @@ from .. import cache
 from ..derivative_protocol import shipped, solver_set
 from ..functions import function, spec
 from ..model import per_model
-from ..spec import choice
+from ..spec import HESSIANS, choice
 from .compiler import CompileError, compile_library, cpu, find_compiler
 from .csource import (
     MEMO_BYTES,
@@ -41,8 +41,6 @@ VERBOSE_INSTRUCTIONS = 20000
 # in every key: entries of an older layout (casadi's C as it wrote it, without ``inline_helpers`` or
 # ``hoist_arguments``) are never looked at
 CACHE_LAYOUT = "casrbd-cache-5"
-# the solver's word for its Hessian: "exact" (second derivatives) or "limited-memory" (none)
-HESSIANS = ("exact", "limited-memory")
 LIBRARIES = cache.register("library", "libraries", "compiled library")
 # the benchmarks' C builds (benchmarks/harness.py, benchmarks/pinocchio_cpp): registered here, where every
 # casrbd process registers its kinds, so that ``casrbd cache`` lists and prunes them
@@ -286,8 +284,8 @@ def compiled(model, name, flags=DEFAULT_FLAGS, compiler=None, hessian="exact", *
     Function's graph, generated to C (``second_order="ad"`` asks for AD where the analytical one is
     offered). ``hessian``, the solver's word: "exact" ships second derivatives; "limited-memory" no AD
     second derivatives (an analytical adjoint still ships), for solvers that take no exact Hessian
-    (Gauss-Newton, L-BFGS); AD second derivatives can be large (solo12's 4-contact
-    ``constraint_dynamics``: 1.4M instructions) and a Hessian through a call without them fails.
+    (Gauss-Newton, L-BFGS); AD second derivatives can be far larger than the Function (benchmarks/README.md,
+    Graph sizes) and a Hessian through a call without them fails.
     ``flags``, ``compiler``: as ``compile_functions``.
     """
     if "jacobian" not in options:

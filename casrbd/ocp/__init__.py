@@ -16,8 +16,9 @@ inside MX graphs (Opti builds MX): build transcription Functions from MX
 symbols, since an SX graph inlines the call and differentiates it by AD.
 """
 
+from ..codegen.flags import COMPILE_FLAGS, STAGE_FLAGS, STAGE_O3_MAX, stage_flags
 from . import blasfeo, expand
-from .compile import GAP_OUTPUT, STAGE_FLAGS, STAGE_O3_MAX, compile_stages, negated, stage_derivatives, stage_flags
+from .compile import GAP_OUTPUT, compile_stages, negated, stage_derivatives
 from .expand import keep_analytical
 from .knots import INTEGRATORS, Dynamics, Knot, contact_dynamics, free_dynamics, impulse
 from .problem import HESSIAN_MODELS, Problem, Solution
@@ -38,7 +39,7 @@ from .residuals import (
     State,
     WrenchCone,
 )
-from .solvers import COMPILE_FLAGS, HESSIANS, SOLVERS, STAT_FIELDS, SolveError, format_stats, solve, solver_options
+from .solvers import HESSIANS, SOLVERS, STAT_FIELDS, SolveError, format_stats, solve, solver_options
 from .stages import SX_PRODUCTS_MAX, gauss_newton, gauss_newton_stage, sx_second_order
 from .stagewise import MAX_GRADIENT, MAX_SCALE, WARN_STAGES, Stagewise, UncompiledStagesWarning
 from .terms import Constraint, Cost, Quadratic, QuadraticBarrier, WeightedQuadratic

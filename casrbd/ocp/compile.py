@@ -3,28 +3,9 @@
 import casadi as ca
 
 from .. import codegen
-from .solvers import COMPILE_FLAGS
+from .. import derivative_protocol as protocol
+from ..codegen.flags import STAGE_FLAGS, stage_flags
 
-# compile_stages' flags for a large stage library: COMPILE_FLAGS without -O1's redundancy eliminations,
-# which take half of gcc's time on such code (solo12 trot's two-foot stage in 25 s against 51 s; talos'
-# two-foot walking stage, matrix products, in 104 s against 110 s) and gain little at -O1
-STAGE_FLAGS = (
-    *COMPILE_FLAGS,
-    "-fno-tree-dominator-opts",
-    "-fno-tree-fre",
-    "-fno-tree-forwprop",
-    "-fno-dse",
-    "-fno-tree-dse",
-    "-fno-tree-pta",
-    "-fno-forward-propagate",
-)
-# compile_stages' flags for a stage library of up to this many SX instructions (``codegen.sx_instructions``:
-# solo12's, 16k to 170k) are codegen.DEFAULT_FLAGS (-O3): on an Intel Xeon (AVX-512) the trot's two-foot
-# stage's Jacobian 7.4 against 11.2 us and its Gauss-Newton Hessian 22 against 30 us (at points already
-# linearised; 32 against 40 us for the Jacobian at new points), at STAGE_FLAGS, for gcc's 37 s against
-# 18 s; on an AMD EPYC as fast either way. A humanoid's (talos' walk, 300k to 400k) compile at
-# STAGE_FLAGS, where -O3's time grows faster than the code.
-STAGE_O3_MAX = 200_000
 # the output of a stage Function that Stagewise.step closes the gap to (x_{k+1} - x_next = 0: fatrop's
 # structure detection takes the gap with +I on x_{k+1}); compile_stages keeps it negated in the C
 GAP_OUTPUT = "x_next"
@@ -37,10 +18,8 @@ def stage_derivatives(f):
     inlined one level), so that C code generation writes the Functions they call once. A derivative's
     inputs of f's nominal outputs (``out_*``) that none of its outputs depends on are declared
     structurally empty: casadi then passes them nothing, and an NLP's derivative evaluation no longer
-    calls f (or the adjoint, for the Hessian) to produce them (solo12 trot's ``nlp_grad_f``: one call per
-    knot instead of two)."""
-    adjoint = f.reverse(1)
-    return [_plain(f)] + [_plain(g, nominal=True) for g in (f.jacobian(), adjoint, adjoint.jacobian())]
+    calls f (or the adjoint, for the Hessian) to produce them."""
+    return [_plain(f)] + [_plain(g, nominal=True) for g in protocol.derivatives(f)]
 
 
 def _plain(g, nominal=False):
@@ -50,7 +29,7 @@ def _plain(g, nominal=False):
     if nominal:
         every = ca.veccat(*outs)
         args = [
-            ca.MX.sym(n, ca.Sparsity(*a.shape)) if n.startswith("out_") and not ca.depends_on(every, a) else a
+            ca.MX.sym(n, ca.Sparsity(*a.shape)) if protocol.is_nominal(n) and not ca.depends_on(every, a) else a
             for n, a in zip(g.name_in(), args)
         ]
         outs = g.call(args, True, False)
@@ -74,7 +53,7 @@ def compile_stages(functions, name, flags=None, verbose=None, keys=None):
     directions, which costs more than the stages' own derivatives on solo12's trot). The library holds
     each stage with its next state negated (``negated``) and the Function returned negates it back:
     in the gap x_{k+1} - x_next, casadi's SX folds the two signs, where it would otherwise negate each
-    entry of the Jacobian in its VM (93k of the 195k instructions of the trot's constraint Jacobian).
+    entry of the Jacobian in its VM (benchmarks/README.md, Crocoddyl's legged problems).
     ``flags``: the compiler's for every library, by default each library's by its size (``stage_flags``).
     ``keys``: ``{stage name: description}``, strings that determine the stages (their model, terms,
     versions): their libraries are cached by them (``codegen.compile_libraries``' keys), and
@@ -124,11 +103,6 @@ def _unnegated(core, f):
     return ca.Function(name, args, outs, core.name_in(), core.name_out())
 
 
-def stage_flags(instructions):
-    """The compiler flags of a stage library of that many SX instructions (``STAGE_O3_MAX``)."""
-    return codegen.DEFAULT_FLAGS if instructions <= STAGE_O3_MAX else STAGE_FLAGS
-
-
 def negated(f, output, name=None):
     """f with its output named ``output`` negated (f unchanged if it has none), named ``name`` (default
     ``<f>_negated``), with its derivatives (``jac_``, ``adj1_``, ``jac_adj1_``) f's, negated where they
@@ -148,16 +122,14 @@ def negated(f, output, name=None):
         out = flip(g.call(flip(args, flip_in), True, False), flip_out)
         return ca.Function(label, args, out, g.name_in(), g.name_out(), options or {})
 
-    adjoint = f.reverse(1)
     seeds = [1] * n_in + sign + sign  # adj1's inputs: f's inputs, its outputs, their seeds
     jac_rows = [s for s in sign for _ in range(n_in)]  # jac_: a block per (output, input), output-major
-    hessian = function(
-        adjoint.jacobian(), "jac_adj1_" + name, seeds + [1] * n_in, [s for _ in range(n_in) for s in seeds]
-    )
-    adj = function(adjoint, "adj1_" + name, seeds, [1] * n_in, {"custom_jacobian": hessian, "jac_penalty": 0})
-    jac = function(f.jacobian(), "jac_" + name, [1] * n_in + sign, jac_rows)
-    options = {"custom_jacobian": jac, "jac_penalty": 0, "cache": {adj.name(): adj}}
-    return function(f, name, [1] * n_in, sign, options)
+    jacobian, adjoint, hessian = protocol.derivatives(f)
+    hessian_rows = [s for _ in range(n_in) for s in seeds]
+    hessian = function(hessian, protocol.hessian_name(name), seeds + [1] * n_in, hessian_rows)
+    adj = function(adjoint, protocol.adjoint_name(name), seeds, [1] * n_in, protocol.adjoint_options(hessian))
+    jac = function(jacobian, protocol.jacobian_name(name), [1] * n_in + sign, jac_rows)
+    return function(f, name, [1] * n_in, sign, protocol.options(jac, adj, jac_penalty=0))
 
 
 def _calls(f, name):

@@ -3,13 +3,13 @@
 casadi's ``expand=True`` (nlpsol, Opti) turns the whole NLP into SX *before* it
 takes the constraint Jacobian and the Hessian of the Lagrangian: every call of
 a casrbd Function is inlined and differentiated by AD, so the analytical
-Jacobian, adjoint and contracted Hessian the Function carries are never used
-(on a UR5 point to point over 30 RK4 nodes: 13 s and 1.3 GB instead of 1.2 s
-and 85 MB in MX). With ``postpone_expand=True`` (casadi 3.7 and newer) casadi
-takes those derivatives in MX first, through the analytical ones, and expands
-afterwards (3.6 s, 0.46 GB on the same problem). Marking the Functions
-``never_inline`` does not help: casadi 3.8 then keeps the calls but asks them
-for one forward direction at a time (20 s), and 3.7 inlines them regardless.
+Jacobian, adjoint and contracted Hessian the Function carries are never used,
+and the solve is many times slower and larger than in MX. With
+``postpone_expand=True`` (casadi 3.7 and newer) casadi takes those derivatives
+in MX first, through the analytical ones, and expands afterwards. Marking the
+Functions ``never_inline`` does not help: casadi 3.8 then keeps the calls but
+asks them for one forward direction at a time, and 3.7 inlines them regardless
+(figures: benchmarks/README.md, expand and keep_analytical).
 
 ``keep_analytical(options, problem)`` returns the solver options with
 ``postpone_expand`` set wherever ``expand`` is on, and warns once per Function
@@ -20,6 +20,8 @@ Functions whose analytical derivatives are then dropped.
 import warnings
 
 import casadi as ca
+
+from .. import derivative_protocol as protocol
 
 _warned = set()
 
@@ -55,4 +57,4 @@ def analytical_functions(problem):
     if not isinstance(problem, ca.Function):
         exprs = problem if isinstance(problem, (list, tuple)) else [problem]
         problem = ca.Function("problem", ca.symvar(ca.veccat(*exprs)), list(exprs))
-    return sorted({f.name() for f in problem.find_functions() if "jac_" + f.name() in f.cache()})
+    return sorted({f.name() for f in problem.find_functions() if protocol.jacobian_name(f.name()) in f.cache()})

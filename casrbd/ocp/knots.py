@@ -11,10 +11,9 @@ import functools
 import casadi as ca
 
 from ..functions import function
-from ..spec import choice
+from ..spec import INTEGRATORS, choice
 from .residuals import actuated
 
-INTEGRATORS = ("semi-implicit", "euler", "rk4")
 CONTACT_TYPES = ("3d", "6d")
 
 

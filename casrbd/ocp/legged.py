@@ -9,13 +9,11 @@ hard constraints.
 """
 
 import warnings
-import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from ..api import center_of_mass, frame_jacobian, frame_placement, generalized_gravity, neutral
+from ..api import center_of_mass, frame_jacobian, frame_placement, generalized_gravity
 from .knots import Knot, contact_dynamics, free_dynamics, impulse
 from .problem import Problem
 from .residuals import (
@@ -179,17 +177,13 @@ def biped_knots(model, steps, x0, hard=False):
 def load_talos():
     """talos_reduced with its SRDF's rotor inertias (armature: rotor inertia times gear ratio squared)
     and x0 = (the SRDF's half-sitting pose, zero velocity), as example-robot-data loads it for Crocoddyl."""
-    from ..models import example_robot_data_dir, load_robot
+    from ..loaders.srdf import load_srdf
+    from ..models import load_robot, srdf_path
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
-        model = load_robot("talos_reduced")
-    srdf = ET.parse(Path(example_robot_data_dir()) / "talos_data" / "srdf" / "talos.srdf").getroot()
-    rotors = srdf.find("rotor_params").iter("joint")
-    model = model.with_armature({j.get("name"): float(j.get("mass")) * float(j.get("gear_ratio")) ** 2 for j in rotors})
-    q = np.array(neutral(model), dtype=float)
-    for joint in srdf.find("group_state[@name='half_sitting']").iter("joint"):
-        q[model.q_slice(model.joint_index(joint.get("name")))] = np.array(joint.get("value").split(), dtype=float)
+        model = load_robot("talos_reduced", rotors=True)
+    q = load_srdf(srdf_path("talos_reduced"), model, strict=False).reference_configurations["half_sitting"]
     return model, np.r_[q, np.zeros(model.nv)]
 
 

@@ -15,7 +15,7 @@ import hashlib
 import casadi as ca
 import numpy as np
 
-from ..spec import choice
+from ..spec import HESSIAN_MODELS, choice
 from . import knots as _knots
 from .compile import compile_stages, load_stages
 from .residuals import FramePlacement, JointTorque
@@ -25,7 +25,6 @@ from .stages import gauss_newton_stage, sx_second_order
 from .stagewise import Stagewise
 from .terms import Cost
 
-HESSIAN_MODELS = ("gauss-newton", "exact")
 STAGE_BUILDS = collections.Counter()  # stage Functions built, by name (a warm compiled build builds none)
 
 

@@ -21,11 +21,11 @@ import numpy as np
 
 from ..functions import function
 from ..models import load_robot
-from ..spec import choice
-from .solvers import SOLVERS, solver_options
+from ..spec import EXPLICIT_INTEGRATORS as INTEGRATORS
+from ..spec import SOLVERS, choice
+from .solvers import solver_options, solver_status
 from .transcription import dynamics, forward_dynamics_ode, rk4
 
-INTEGRATORS = ("rk4", "euler")
 ACTIVE = 1e-6  # a bound is active where the solution is this close to it (relative to 1 + |bound|)
 # arm7 bent away from its upright, singular neutral configuration, and a target of its tool near it [m]
 REST = (0.0, 0.6, 0.0, -1.2, 0.0, 0.6, 0.0)
@@ -105,10 +105,10 @@ class Reach:
     def solve(self, x0=None, target=TARGET, gains=False, guess=None):
         """Solve from x0 (default at rest at ``rest``) to the target; returns a dict of
         arrays: ``states`` (nodes + 1, nx), ``controls`` (nodes, nu), ``cost``, ``constraint_violation``
-        (max over gaps and bounds), ``status`` (the solver's), ``success``, ``iterations``, ``cpu_time``
-        (the solver's process time, s), and with ``gains`` ``dx_dx0`` (nodes + 1, nx, nx), ``du_dx0``
-        (nodes, nu, nx) and ``gains`` (nodes, nu, nx). ``guess``: the initial guess of the NLP's variables
-        (default x0 held, gravity's torques at q0)."""
+        (max over gaps and bounds), ``status`` (IPOPT's word, ``solver_status``), ``success``,
+        ``iterations``, ``cpu_time`` (the solver's process time, s), and with ``gains`` ``dx_dx0``
+        (nodes + 1, nx, nx), ``du_dx0`` (nodes, nu, nx) and ``gains`` (nodes, nu, nx). ``guess``: the
+        initial guess of the NLP's variables (default x0 held, gravity's torques at q0)."""
         x0 = np.r_[self.rest, np.zeros(self.nu)] if x0 is None else np.asarray(x0, float)
         target = np.asarray(target, float)
         if x0.shape != (self.nx,):
@@ -134,7 +134,7 @@ class Reach:
             "controls": w[self._u_rows].reshape(self.nodes, self.nu),
             "cost": float(out["f"]),
             "constraint_violation": float(max(np.abs(g).max(initial=0.0), bounds.max(initial=0.0))),
-            "status": _status(stats),
+            "status": solver_status(stats)[1],
             "success": bool(stats["success"]),
             "iterations": int(stats["iter_count"]),
             "cpu_time": cpu,
@@ -171,14 +171,6 @@ class Reach:
         dx = dw[self._x_rows].reshape(self.nodes + 1, nx, nx)
         du = dw[self._u_rows].reshape(self.nodes, self.nu, nx)
         return {"dx_dx0": dx, "du_dx0": du, "gains": np.stack(K)}
-
-
-def _status(stats):
-    """The solver's return status as text (fatrop's is a number)."""
-    status = stats["return_status"]
-    if isinstance(status, str):
-        return status
-    return f"{'Solve_Succeeded' if stats['success'] else 'Solve_Failed'} (return code {status})"
 
 
 def _kkt_solve(H, J, free, Hb, Jb):

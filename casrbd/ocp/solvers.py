@@ -3,18 +3,11 @@
 import re
 
 from .. import codegen
-from ..spec import choice
+from ..codegen.flags import COMPILE_FLAGS
+from ..spec import HESSIANS, SOLVERS, choice
 from .diagnostics import FATROP_FLAGS, diagnose, missing_derivatives, overfull_stages, share_libraries
 from .expand import keep_analytical
 from .stagewise import names_of
-
-SOLVERS = ("ipopt", "fatrop")
-HESSIANS = codegen.HESSIANS
-# -O1 for this CPU: second derivatives have 1e5 to 1e6 instructions and -O2 or -O3 take minutes on them;
-# -march=native's fused multiply-adds make -O1 nearly -O3's speed (solo12's running stage of Crocoddyl's
-# trot, 150k instructions: Gauss-Newton Hessian 70 us against 97 us at plain -O1 and 67 us at -O3;
-# gcc 25 s against 46 s at -O3 and 150 s at -O2)
-COMPILE_FLAGS = ("-O1", "-march=native")
 
 
 def solver_options(
@@ -140,7 +133,7 @@ def solve(opti, raise_on_failure=False):
     except RuntimeError as e:
         _explain(e, opti)
     s = opti.stats()
-    solver, status = _status(s)
+    solver, status = solver_status(s)
     out = {
         "status": status,
         "success": bool(s["success"]),
@@ -165,8 +158,9 @@ def solve(opti, raise_on_failure=False):
     return out
 
 
-def _status(s):
-    """(the solver's own status, IPOPT's word for it)."""
+def solver_status(s):
+    """(the solver's own status, IPOPT's word for it) from a solver's statistics ``s`` (Opti's or
+    nlpsol's ``stats()``): fatrop's and any solver's that reports a number only in words."""
     flag = (s.get("fatrop") or {}).get("return_flag")
     if flag is not None:
         own, word = FATROP_FLAGS[flag] if 0 <= flag < len(FATROP_FLAGS) else FATROP_FLAGS[-1]

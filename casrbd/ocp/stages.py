@@ -2,9 +2,12 @@
 
 import casadi as ca
 
+from .. import derivative_protocol as protocol
+
 # above this many scalar instructions a Gauss-Newton stage's products are sparse matrix products (MX:
-# loops) instead of scalar code: talos' two-foot stage wrote 210k lines of them, more than gcc -O1 had
-# compiled in 16 minutes, where solo12's (25k for a two-foot knot) are fastest as scalar code
+# loops) instead of scalar code: a humanoid's scalar products are more code than gcc compiles in
+# reasonable time, where a quadruped's are fastest as scalar code (benchmarks/README.md, Crocoddyl's
+# legged problems)
 SX_PRODUCTS_MAX = 60_000
 
 
@@ -19,9 +22,7 @@ def gauss_newton(f):
     J^T phi'' J and a constraint f(x) = 0 nothing: the model of Crocoddyl's
     DDP and of a Gauss-Newton SQP, positive semi-definite for convex phi."""
     names_in, names_out = f.name_in(), f.name_out()
-    args = [ca.MX.sym(n, f.sparsity_in(i)) for i, n in enumerate(names_in)]
-    outs = [ca.MX.sym("out_" + n, f.sparsity_out(i)) for i, n in enumerate(names_out)]
-    seeds = [ca.MX.sym("adj_" + n, f.sparsity_out(i)) for i, n in enumerate(names_out)]
+    args, outs, seeds = protocol.adjoint_symbols(ca.MX, f)
     adjoints = f.reverse(1)(*args, *outs, *seeds)
     adjoints = [adjoints] if isinstance(adjoints, ca.MX) else adjoints
     J = f.jacobian()(*args, *outs)
@@ -30,29 +31,17 @@ def gauss_newton(f):
     for i, x in enumerate(args):
         blocks += [ca.MX(x.numel(), y.numel()) for y in args + outs]
         blocks += [J[j * f.n_in() + i].T for j in range(f.n_out())]
-    inputs = args + outs + seeds
-    input_names = [*names_in, *("out_" + n for n in names_out), *("adj_" + n for n in names_out)]
-    adjoint_names = ["adj_" + n for n in names_in]
     name = "gn_" + f.name()
-    jac = ca.Function(
-        "jac_adj1_" + name,
-        inputs + [ca.MX.sym("out_" + n, x.sparsity()) for n, x in zip(adjoint_names, args)],
-        blocks,
-        input_names + ["out_" + n for n in adjoint_names],
-        [f"jac_{n}_{m}" for n in adjoint_names for m in input_names],
-    )
-    adj = ca.Function(
-        "adj1_" + name, inputs, adjoints, input_names, adjoint_names, {"custom_jacobian": jac, "jac_penalty": 0}
-    )
+    adj = protocol.adjoint_function(name, names_in, names_out, args + outs + seeds, adjoints, blocks)
     outputs = f(*args)
     outputs = [outputs] if isinstance(outputs, ca.MX) else outputs
-    return ca.Function(name, args, outputs, names_in, names_out, {"cache": {adj.name(): adj}})
+    return ca.Function(name, args, outputs, names_in, names_out, protocol.options(adjoint=adj))
 
 
 def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, constraint=None):
     """The stage Function (x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u), and
     its derivatives written out once: casadi's AD of a stage's graph evaluates the inner Jacobian once
-    per chunk of 64 directions (three to four times per knot and iteration), this evaluates it once
+    per chunk of 64 directions (several times per knot and iteration), this evaluates it once
     per derivative call.
 
     ``cost``: an SX Function (x, u, p, y) -> scalar; ``inner``: a Function (x, u) -> (x_next, y) (the
@@ -129,45 +118,18 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, const
     if hess_products.n_instructions() > sx_products_max:
         jac_products, adj_products, hess_products = write_products(ca.MX)
 
-    outs = [ca.MX.sym("out_cost"), ca.MX.sym("out_x_next", nx)] + ([ca.MX.sym("out_h", nh)] if constraint else [])
-    adjs = [ca.MX.sym("adj_cost"), ca.MX.sym("adj_x_next", nx)] + ([ca.MX.sym("adj_h", nh)] if constraint else [])
     inputs, names = [x, u, p], ["x", "u", "p"]
+    outs = protocol.symbols(ca.MX, out_names, [(1, 1), (nx, 1), (nh, 1)], protocol.NOMINAL)
+    adjs = protocol.symbols(ca.MX, out_names, [(1, 1), (nx, 1), (nh, 1)], protocol.SEED)
     _, y_at, dxn_at, dy_at = linearised(x, u)
     at = [x, u, p, y_at, dxn_at, dy_at]
     jac = ca.Function(
-        "jac_" + name,
-        inputs + outs,
-        jac_products(*at),
-        names + ["out_" + n for n in out_names],
-        [f"jac_{o}_{n}" for o in out_names for n in names],
+        protocol.jacobian_name(name), inputs + outs, jac_products(*at), *protocol.jacobian_io(names, out_names)
     )
-    seeds = outs + adjs
-    seed_names = ["out_" + n for n in out_names] + ["adj_" + n for n in out_names]
-    adj_names = ["adj_" + n for n in names]
-    out_adj = [ca.MX.sym("out_" + n, v.sparsity()) for n, v in zip(adj_names, inputs)]
-    jac_adj = ca.Function(
-        "jac_adj1_" + name,
-        inputs + seeds + out_adj,
-        hess_products(*at, adjs[0]),
-        names + seed_names + ["out_" + n for n in adj_names],
-        [f"jac_{n}_{m}" for n in adj_names for m in names + seed_names],
+    adj = protocol.adjoint_function(
+        name, names, out_names, inputs + outs + adjs, adj_products(*at, *adjs), hess_products(*at, adjs[0])
     )
-    adj = ca.Function(
-        "adj1_" + name,
-        inputs + seeds,
-        adj_products(*at, *adjs),
-        names + seed_names,
-        adj_names,
-        {"custom_jacobian": jac_adj, "jac_penalty": 0},
-    )
-    return ca.Function(
-        name,
-        inputs,
-        nominal(x, u, p),
-        names,
-        out_names,
-        {"custom_jacobian": jac, "jac_penalty": 0.5, "cache": {adj.name(): adj}},
-    )
+    return ca.Function(name, inputs, nominal(x, u, p), names, out_names, protocol.options(jac, adj))
 
 
 def _check_signatures(name, cost, inner, constraint):
@@ -212,21 +174,10 @@ def sx_second_order(f):
     if not f.is_a("SXFunction"):
         raise TypeError(f"sx_second_order takes an SX Function, got {f.name()!r} ({f.class_name()})")
     args, outs = f.sx_in(), f(*f.sx_in()) if f.n_out() > 1 else [f(*f.sx_in())]
-    nominal = [ca.SX.sym("out_" + n, f.sparsity_out(i)) for i, n in enumerate(f.name_out())]
-    seeds = [ca.SX.sym("adj_" + n, f.sparsity_out(i)) for i, n in enumerate(f.name_out())]
+    _, nominal, seeds = protocol.adjoint_symbols(ca.SX, f)
     inner = sum(ca.dot(o, s) for o, s in zip(outs, seeds))
     adjoints = [ca.reshape(ca.gradient(inner, x), x.shape) for x in args]
     inputs = args + nominal + seeds
-    input_names = [*f.name_in(), *("out_" + n for n in f.name_out()), *("adj_" + n for n in f.name_out())]
-    adjoint_names = ["adj_" + n for n in f.name_in()]
-    jac = ca.Function(
-        "jac_adj1_" + f.name(),
-        inputs + [ca.SX.sym("out_" + n, x.sparsity()) for n, x in zip(adjoint_names, args)],
-        ca.cse([ca.jacobian(a, y) for a in adjoints for y in inputs]),
-        input_names + ["out_" + n for n in adjoint_names],
-        [f"jac_{n}_{m}" for n in adjoint_names for m in input_names],
-    )
-    adj = ca.Function(
-        "adj1_" + f.name(), inputs, adjoints, input_names, adjoint_names, {"custom_jacobian": jac, "jac_penalty": 0}
-    )
-    return ca.Function(f.name(), args, outs, f.name_in(), f.name_out(), {"cache": {adj.name(): adj}})
+    hessian = ca.cse([ca.jacobian(a, y) for a in adjoints for y in inputs])
+    adj = protocol.adjoint_function(f.name(), f.name_in(), f.name_out(), inputs, adjoints, hessian)
+    return ca.Function(f.name(), args, outs, f.name_in(), f.name_out(), protocol.options(adjoint=adj))

@@ -105,7 +105,7 @@ class Stagewise:
         ``opti.f`` and the cost reported stay unscaled). fatrop does not
         scale, and with Crocoddyl's weights (1e6, a gradient of 1e5 at the guess) its Riccati recursion
         asks for a Hessian regularisation of 1e-2 at every iteration, ten times the controls' own
-        curvature, and then converges linearly (the solo12 jump: 103 iterations unscaled, 19 scaled).
+        curvature, and then converges linearly (benchmarks/README.md, Crocoddyl's legged problems).
         As with IPOPT, the tolerance then holds for the scaled problem. ``max_gradient=None`` keeps the
         objective as declared."""
         self._declare_path(len(self.u))

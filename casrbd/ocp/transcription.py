@@ -12,12 +12,9 @@ import casadi as ca
 import numpy as np
 
 from .. import codegen
+from ..codegen.flags import COMPILE_FLAGS
 from ..functions import function
-from ..spec import choice
-from .solvers import COMPILE_FLAGS, HESSIANS
-
-JACOBIANS = ("analytical", "ad")
-DYNAMICS = ("aba", "rnea")
+from ..spec import DYNAMICS, HESSIANS, JACOBIANS, choice
 
 
 def dynamics(
@@ -47,8 +44,7 @@ def dynamics(
     carries the derivatives casadi asks for: the Jacobian ``jac_<name>`` and,
     for ``hessian="exact"``, the adjoint and its Jacobian (``adj1_<name>``,
     ``jac_adj1_<name>``: analytical, or AD's with ``second_order="ad"``).
-    ``flags``: the C compiler's (``COMPILE_FLAGS``: -O1 for this CPU, since
-    second derivatives have 1e5 to 1e6 instructions and -O3 takes minutes on them).
+    ``flags``: the C compiler's (``COMPILE_FLAGS``, ``codegen.flags``).
     """
     choice("name", name, DYNAMICS)
     choice("jacobian", jacobian, JACOBIANS)

@@ -6,11 +6,11 @@ at every time and a small canvas renderer (flat shading, painter's algorithm; dr
 zoom, space to pause, the slider to scrub) are all inside it, with no script or file from elsewhere.
 
 Why not a viewer library: meshcat's Python package has had no release since 2021. viser 1.1 does write
-a self-contained page (``get_scene_serializer().as_html()``, 0.9 MB for solo12 over 21 frames), but
-recording needs a running ``ViserServer`` (a port), its ten dependencies (websockets, msgspec, trimesh,
-zstandard, ...) and WebGL to show: in headless Chromium with software rendering its page was blank at
-load and did not finish within two minutes of virtual time, where this one renders in about 3 s. A
-page here needs numpy only (three.js is not available offline without vendoring it).
+a self-contained page (``get_scene_serializer().as_html()``), but recording needs a running
+``ViserServer`` (a port), its dependencies (websockets, msgspec, trimesh, zstandard, ...) and WebGL to
+show: in headless Chromium with software rendering its page stayed blank, where this one renders
+(benchmarks/README.md, The HTML viewer). A page here needs numpy only (three.js is not available offline
+without vendoring it).
 
 Visuals come from the robot's file (``viewer.visuals``: URDF ``<visual>`` meshes and shapes, MJCF geoms
 through MuJoCo; meshes only from the robot's package, read as safely as the robot files). Links are
