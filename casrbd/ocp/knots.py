@@ -10,11 +10,10 @@ import functools
 
 import casadi as ca
 
+from ..algorithms.contact.types import CONTACT_TYPES
 from ..functions import function
 from ..spec import INTEGRATORS, choice
 from .residuals import actuated
-
-CONTACT_TYPES = ("3d", "6d")
 
 
 class Dynamics:
@@ -28,7 +27,7 @@ class Dynamics:
         self.kind, self.kd, self.reference, self.damping = kind, float(kd), reference, float(damping)
         self.contacts = tuple((c, "3d") if isinstance(c, str) else tuple(c) for c in contacts)
         for frame, kind_ in self.contacts:
-            choice(f"contact {frame!r}'s type", kind_, CONTACT_TYPES)
+            choice(f"contact {frame!r}'s type", kind_, tuple(CONTACT_TYPES))
         if kind == "impulse" and not self.contacts:
             raise ValueError("impulse dynamics need contacts (the landing feet)")
 
@@ -40,7 +39,7 @@ class Dynamics:
         """{frame: slice of the forces vector}."""
         out, start = {}, 0
         for frame, kind in self.contacts:
-            size = 3 if kind == "3d" else 6
+            size = CONTACT_TYPES[kind].rows
             out[frame], start = slice(start, start + size), start + size
         return out
 
