@@ -7,6 +7,7 @@ import runpy
 import pytest
 from sim_robots import EXAMPLES, load, load_arm
 
+import casrbd
 from casrbd.sim import scaled_masses
 
 pytest.importorskip("mujoco")
@@ -32,6 +33,4 @@ def test_solo12_trots_forward_under_the_mpc():
 
 @pytest.mark.slow
 def test_a_wrong_model_in_the_trot_controller_fails_the_check():
-    import casrbd
-
     assert not check(trot(scaled_masses(casrbd.load_robot("solo12"), 3.0)))
