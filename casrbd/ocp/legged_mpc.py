@@ -27,7 +27,7 @@ from .solvers import solver_options
 from .terms import Cost, QuadraticBarrier, WeightedQuadratic
 
 # term weights (parameters of the stages: changed without a rebuild)
-WEIGHTS = {"base_velocity": 50.0, "base_pose": 200.0, "posture": 5.0, "control": 0.05, "cone": 100.0, "swing": 2e3}
+WEIGHTS = {"base_velocity": 500.0, "base_pose": 200.0, "posture": 2.0, "control": 0.05, "cone": 100.0, "swing": 2e3}
 
 
 def trot_gait(pairs, swing_knots=8, support_knots=1):
