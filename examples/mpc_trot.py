@@ -35,16 +35,18 @@ def pushes(duration, impulse, seed):
     return tuple(Push(t, "root_joint", (impulse * np.cos(a), impulse * np.sin(a), 0.0)) for t, a in zip(times, angles))
 
 
-def run(duration=5.0, rate=100, nodes=16, velocity=0.3, yaw_rate=0.0, push=0.5, seed=0, compiled=True, model=None):
+def run(
+    duration=5.0, rate=100, nodes=16, velocity=0.3, yaw_rate=0.0, push=0.5, seed=0, compiled=True, model=None, swing=8
+):
     """The closed loop: a dict with the model, q0, the plant's ``record``, the plans and the pushes.
-    ``model``: the controller's (default the plant's: solo12)."""
+    ``model``: the controller's (default the plant's: solo12); ``swing``: knots of a swing."""
     plant_model = casrbd.load_robot("solo12")
     q0 = common.solo12_standing(plant_model)
     q0[2] += RADIUS
     horizon = GaitHorizon(
         model or plant_model,
         q0,
-        trot_gait(PAIRS),
+        trot_gait(PAIRS, swing),
         FEET,
         nodes=nodes,
         dt=DT,
