@@ -70,7 +70,7 @@ def main(argv=None):
         "contact dynamics on a trot (8 swing knots, 1 double support knot per half period), Gauss-Newton stages",
         "compiled to C, one warm-started fatrop iteration per update, joint PD around the plan between updates;",
         f"velocity reference 0.3 m/s; one horizontal push of {args.push} N s a second (random time and direction).",
-        "Speed: mean forward speed after the first second; velocity error: RMS of the base's (x, y) velocity",
+        "Speed: mean forward speed (local x) after the first second; velocity error: RMS of the base's (x, y) velocity",
         "(local axes) minus the reference after the first second, m/s; slip: the feet's median horizontal speed",
         "while loaded (> 3 N), mm/s; CPU: the warm updates, ms; RTF: simulated time / controller CPU time.",
         "",
