@@ -64,7 +64,8 @@ class GaitHorizon:
     heading, m/s) and ``yaw_rate`` (rad/s), from the standing configuration ``q_standing`` (feet on the
     ground: their frames at ``foot_height``), lifting each swing foot to ``height``. ``weights``: the
     terms' (``WEIGHTS``); ``mu``, ``kd``: friction and Baumgarte gain of the contacts; ``compiled``,
-    ``flags``, ``name``: ``Problem``'s; ``max_iter``: fatrop's budget of a warm solve; ``options``: fatrop's own (``solver_options``)."""
+    ``flags``, ``name``: ``Problem``'s; ``max_iter``: fatrop's budget of a warm solve; ``options``: fatrop's
+    own (``solver_options``)."""
 
     def __init__(
         self,
