@@ -1,6 +1,6 @@
 """Solo12 trotting at 0.3 m/s under random base pushes: whole-body MPC on the problem layer, MuJoCo as the plant.
 
-MuJoCo simulates solo12 at 1 kHz on a ground plane, a sphere at each foot
+MuJoCo simulates solo12 (or ``--robot go2``) at 1 kHz on a ground plane, a sphere at each foot
 (``casrbd.sim.Plant``); every 1 / ``--rate`` s the controller solves
 ``ocp.legged_mpc.GaitHorizon``: ``--nodes`` knots of 20 ms of contact dynamics
 on a trot's contact schedule that advances with time, tracking the base
@@ -23,8 +23,19 @@ from casrbd.ocp.legged_mpc import GaitHorizon, trot_gait
 from casrbd.ocp.mpc import MPC
 from casrbd.sim import Plant, Push
 
-FEET, RADIUS, DT, KP, KD = common.SOLO_FEET, 0.02, 0.02, 3.0, 0.1
-PAIRS = (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT"))
+DT = 0.02
+
+
+# per robot: the trot's foot pairs, foot radius, standing legs, base frame, joint PD gains around the plan,
+# GaitHorizon's own options
+ROBOTS = {
+    "solo12": ((("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT")), 0.02, common.SOLO_LEGS, "base_link", 3.0, 0.1, {}),
+    "go2": (
+        (("FL_foot", "RR_foot"), ("FR_foot", "RL_foot")), 0.022, np.tile([0.0, 0.8, -1.5], 4), "base", 20.0, 0.5,
+        {"height": 0.08, "weights": {"base_velocity": 2e3, "base_pose": 2e3, "posture": 20.0, "control": 5e-3,
+                                     "swing": 2e4, "cone": 10.0}},
+    ),
+}  # fmt: skip
 MIN_HEIGHT, MAX_TILT = 0.12, 0.6  # a fall: the base below this (m) or tilted more than this (rad)
 
 
@@ -35,31 +46,34 @@ def pushes(duration, impulse, seed):
     return tuple(Push(t, "root_joint", (impulse * np.cos(a), impulse * np.sin(a), 0.0)) for t, a in zip(times, angles))
 
 
-def run(
-    duration=5.0, rate=100, nodes=16, velocity=0.3, yaw_rate=0.0, push=0.5, seed=0, compiled=True, model=None, swing=8
-):
-    """The closed loop: a dict with the model, q0, the plant's ``record``, the plans and the pushes.
-    ``model``: the controller's (default the plant's: solo12); ``swing``: knots of a swing."""
-    plant_model = casrbd.load_robot("solo12")
-    q0 = common.solo12_standing(plant_model)
-    q0[2] += RADIUS
+def run(duration=5.0, rate=100, nodes=16, velocity=0.3, yaw_rate=0.0, push=0.5, seed=0, compiled=True, **more):
+    """The closed loop: a dict with the model, feet, q0, the plant's ``record``, the plans and the pushes.
+    ``more``: ``robot`` (a name of ``ROBOTS``, default solo12), ``model`` (the controller's, default the
+    plant's), ``swing`` (knots of a swing, default 8)."""
+    pairs, radius, legs, base, kp, kd, options = ROBOTS[more.get("robot", "solo12")]
+    plant_model, feet = casrbd.load_robot(more.get("robot", "solo12")), [f for pair in pairs for f in pair]
+    q0 = np.r_[0, 0, 0, 0, 0, 0, 1, legs]
+    q0[2] = radius - min(casrbd.frame_placement(plant_model, q0, f)[2, 3] for f in feet)  # feet on the ground
     horizon = GaitHorizon(
-        model or plant_model,
+        more.get("model") or plant_model,
         q0,
-        trot_gait(PAIRS, swing),
-        FEET,
+        trot_gait(pairs, more.get("swing", 8)),
+        feet,
+        base=base,
         nodes=nodes,
         dt=DT,
         velocity=(velocity, 0.0),
         yaw_rate=yaw_rate,
-        foot_height=RADIUS,
+        foot_height=radius,
         compiled=compiled,
+        **options,
     )
-    mpc = MPC(horizon, DT, KP, KD, (slice(7, None), slice(6, None)))
-    plant = Plant(plant_model, feet=FEET, foot_radius=RADIUS, ground=True)
+    mpc = MPC(horizon, DT, kp, kd, (slice(7, None), slice(6, None)))
+    plant = Plant(plant_model, feet=feet, foot_radius=radius, ground=True)
     kicks = pushes(duration, push, seed) if push else ()
     record = plant.run(mpc, duration, rate, q0, pushes=kicks)
-    return {"model": plant_model, "q0": q0, "record": record, "plans": mpc.plans, "pushes": kicks, "v": velocity}
+    out = {"model": plant_model, "feet": feet, "q0": q0, "record": record, "plans": mpc.plans, "pushes": kicks}
+    return out | {"v": velocity}
 
 
 def metrics(result):
@@ -72,7 +86,7 @@ def metrics(result):
     late = r.t > 1.0
     error = np.sqrt(np.mean((r.v[late, :2] - [result["v"], 0.0]) ** 2, axis=0))
     every = 5
-    feet = np.array([[casrbd.frame_placement(model, q, f)[:2, 3] for f in FEET] for q in r.q[::every]])
+    feet = np.array([[casrbd.frame_placement(model, q, f)[:2, 3] for f in result["feet"]] for q in r.q[::every]])
     speed = np.linalg.norm(np.diff(feet, axis=0), axis=2) / (every * (r.t[1] - r.t[0]))
     loaded = r.contact_forces[::every, :, 2][: len(speed)] > 3.0
     cpu = r.update_cpu[1:]
@@ -90,7 +104,8 @@ def summary(result):
     m, r = metrics(result), result["record"]
     cpu = 1e3 * m["cpu"]
     return [
-        f"solo12 trot at {result['v']} m/s: {len(r.update_cpu)} updates, plant 1 kHz, {len(result['pushes'])} pushes",
+        f"{result['model'].name} trot at {result['v']} m/s: {len(r.update_cpu)} updates, plant 1 kHz, "
+        f"{len(result['pushes'])} pushes",
         f"fell: {m['fell']}; base height min {r.q[:, 2].min():.3f} m; forward speed {m['mean_speed']:.3f} m/s; "
         f"velocity RMS error (x, y) {m['velocity_rms'][0]:.3f}, {m['velocity_rms'][1]:.3f} m/s",
         f"foot slip (median horizontal speed while loaded) {1e3 * m['slip']:.1f} mm/s",
@@ -101,6 +116,7 @@ def summary(result):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--robot", choices=sorted(ROBOTS), default="solo12", help="the robot (default solo12)")
     p.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     p.add_argument("--rate", type=int, default=100, help="controller updates per second (default 100)")
     p.add_argument("--nodes", type=int, default=16, help="horizon knots of 20 ms (default 16)")
@@ -113,16 +129,16 @@ def main(argv=None):
     p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation")
     args = p.parse_args(argv)
     a = args
-    result = run(a.duration, a.rate, a.nodes, a.velocity, a.yaw_rate, a.push, a.seed, a.compiled)
+    result = run(a.duration, a.rate, a.nodes, a.velocity, a.yaw_rate, a.push, a.seed, a.compiled, robot=a.robot)
     print("\n".join(summary(result)))
     r = result["record"]
     if args.plot:
         series = {"base v (local) [m/s]": r.v[:, :3], "base z [m]": r.q[:, 2:3]}
         series |= {"foot forces z [N]": r.contact_forces[:, :, 2], "tau [Nm]": r.tau}
-        common.plot_series(args.plot, r.t, series, "solo12 trot: MPC, MuJoCo plant, pushes")
+        common.plot_series(args.plot, r.t, series, f"{a.robot} trot: MPC, MuJoCo plant, pushes")
     if args.html:
         every = max(1, len(r.t) // 500)
-        common.write_html(args.html, result["model"], r.t[::every], r.q[::every], "solo12")
+        common.write_html(args.html, result["model"], r.t[::every], r.q[::every], a.robot)
     return 0
 
 
