@@ -9,6 +9,8 @@ import re
 import casadi as ca
 import numpy as np
 
+from ..codegen import is_external
+
 # the rank check of a failed solve takes the equality constraints' Jacobian dense, up to this many entries
 RANK_CHECK_MAX = 4_000_000
 # singular values below this, relative to the largest (rows scaled to unit norm), count as rank deficiency
@@ -146,7 +148,7 @@ def uncompiled_calls(opti):
 def externals(opti):
     """The compiled (``External``) Functions the NLP of ``opti`` calls, at any depth."""
     nlp = ca.Function("nlp", [opti.x, opti.p], [opti.f, opti.g])
-    return [f for f in nlp.find_functions() if f.is_a("External")]
+    return [f for f in nlp.find_functions() if is_external(f)]
 
 
 def _calls(f):
@@ -159,7 +161,7 @@ def _calls(f):
 def _compiled(f, memo):
     if f.name() not in memo:
         inner = _calls(f)
-        memo[f.name()] = f.is_a("External") or (bool(inner) and all(_compiled(g, memo) for g in inner))
+        memo[f.name()] = is_external(f) or (bool(inner) and all(_compiled(g, memo) for g in inner))
     return memo[f.name()]
 
 
