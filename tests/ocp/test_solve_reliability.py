@@ -21,6 +21,7 @@ from test_stagewise import pendulum
 
 from casrbd import ocp
 from casrbd.models import serial_chain
+from casrbd.ocp.diagnostics import diagnose
 
 N = 12
 OLD_FATROP = tuple(int(p) for p in ca.__version__.split(".")[:2]) < (3, 8)  # casadi 3.7's fatrop stops otherwise
@@ -140,6 +141,21 @@ def test_contradictory_bounds_name_the_variable(solver):
     assert not stats["success"] and "locally infeasible" in stats["hint"] and "iteration limit" not in stats["hint"]
     bound = r"stage 0, path constraint '(push|hold)' \[entry 0\] \(a bound on u_0\[0\]\)"
     assert re.fullmatch(bound, stats["violation_at"]), stats["violation_at"]
+
+
+@pytest.mark.parametrize("solver", ocp.SOLVERS)
+def test_local_infeasibility_is_recognised_from_the_last_iterate_whatever_the_status_word(solver):
+    """casadi 3.7's fatrop stops at contradictory constraints with MaxIterExceeded: the last iterate, a
+    stationary point of the violation, says infeasible; a feasible problem cut off by max_iter does not."""
+    word, raw = "Maximum_Iterations_Exceeded", {"iter_count": 3}
+    contradictory = pendulum_problem([(lambda x: x[0] == 1, "one"), (lambda x: x[0] == 2, "two")], solver)
+    ocp.solve(contradictory.opti)
+    hint = diagnose(contradictory.opti, contradictory.names, raw, word)["hint"]
+    assert "locally infeasible" in hint and "iteration limit" not in hint, hint
+    cut = pendulum_problem([(lambda x: x[0] == 1, "goal")], solver, max_iter=2)
+    ocp.solve(cut.opti)
+    hint = diagnose(cut.opti, cut.names, raw, word)["hint"]
+    assert "iteration limit" in hint and "locally infeasible" not in hint, hint
 
 
 def test_a_constraint_without_slope_at_its_solution_is_named():
