@@ -53,6 +53,7 @@ from .library import (
     compile_libraries,
     compiled,
     generate,
+    is_external,
     load_library,
     sx_instructions,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "fast",
     "find_compiler",
     "generate",
+    "is_external",
     "gpu",
     "hoist_arguments",
     "inline_helpers",

@@ -67,7 +67,7 @@ import numpy as np
 from ..functions import function as casrbd_function
 from ..model import per_model
 from .flags import DEFAULT_FLAGS
-from .library import compile_functions
+from .library import compile_functions, is_external
 
 CHUNK = 128  # states per call of the compiled map in a batch
 _FLOAT64 = np.dtype(np.float64)
@@ -111,7 +111,7 @@ def compile_function(f, chunk=CHUNK, flags=DEFAULT_FLAGS):
     the nonzeros) and its custom Jacobian left out, compiled with ``casrbd.codegen`` (cached on disk)."""
     if not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    if f.class_name() == "External":  # not f.is_a("External"): False for externals on casadi 3.7
+    if is_external(f):
         raise ValueError(f"{f.name()} is already compiled (casadi.external): pass the Function it was compiled from")
     for i in range(f.n_in()):
         if not f.sparsity_in(i).is_dense():

@@ -167,6 +167,12 @@ def compile_functions(functions, name=None, flags=DEFAULT_FLAGS, compiler=None, 
     return compile_libraries({name or functions[0].name(): functions}, flags, compiler, verbose)[0]
 
 
+def is_external(f):
+    """Whether the Function ``f`` runs a compiled library (``casadi.external``). By its class name:
+    ``f.is_a("External")`` is False for externals on casadi 3.7."""
+    return f.class_name() == "External"
+
+
 def sx_instructions(functions):
     """The SX instructions of the Functions and of every Function they call, each counted once: what
     casadi writes as C for them, and what the compiler's time grows with."""

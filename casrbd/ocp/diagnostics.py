@@ -9,10 +9,16 @@ import re
 import casadi as ca
 import numpy as np
 
+from ..codegen import is_external
+
 # the rank check of a failed solve takes the equality constraints' Jacobian dense, up to this many entries
 RANK_CHECK_MAX = 4_000_000
 # singular values below this, relative to the largest (rows scaled to unit norm), count as rank deficiency
 RANK_RTOL = 1e-8
+# a constraint violated by more than this counts as violated; within it, as holding
+FEASIBLE = 1e-6
+# a violation's first-order change below this, relative to its terms' magnitude, counts as stationary
+STATIONARY_RTOL = 1e-6
 # fatrop's return flags (fatrop::IpSolverReturnFlag), and IPOPT's words for the same outcomes
 FATROP_FLAGS = (
     ("Success", "Solve_Succeeded"),
@@ -146,7 +152,7 @@ def uncompiled_calls(opti):
 def externals(opti):
     """The compiled (``External``) Functions the NLP of ``opti`` calls, at any depth."""
     nlp = ca.Function("nlp", [opti.x, opti.p], [opti.f, opti.g])
-    return [f for f in nlp.find_functions() if f.is_a("External")]
+    return [f for f in nlp.find_functions() if is_external(f)]
 
 
 def _calls(f):
@@ -159,7 +165,7 @@ def _calls(f):
 def _compiled(f, memo):
     if f.name() not in memo:
         inner = _calls(f)
-        memo[f.name()] = f.is_a("External") or (bool(inner) and all(_compiled(g, memo) for g in inner))
+        memo[f.name()] = is_external(f) or (bool(inner) and all(_compiled(g, memo) for g in inner))
     return memo[f.name()]
 
 
@@ -190,12 +196,13 @@ def diagnose(opti, names, raw, status):
             where += f" (a bound on {names.column(columns[0])})"
     hints += _rank_deficiency(J, lbg == ubg, names)
     iterations = raw.get("iter_count", 0)
-    if status == "Maximum_Iterations_Exceeded":
+    # from the iterate, not only the solver's word: casadi 3.7's fatrop stops at such points with MaxIterExceeded
+    infeasible = not violation <= FEASIBLE and (status in INFEASIBLE or _stuck(np.asarray(ca.densify(J)), g, lbg, ubg))
+    if status == "Maximum_Iterations_Exceeded" and not infeasible:
         hints.append(
             f"iteration limit: it stopped after {iterations} iterations (max_iter), still moving: raise "
             f"max_iter (ocp.solver_options(max_iter=...)) or start nearer to a solution"
         )
-    infeasible = status in INFEASIBLE and not violation <= 1e-6
     if status in STALLED and not infeasible:
         history = raw.get("iterations") or {}
         dual = f", dual infeasibility {history['inf_du'][-1]:.1e}" if history.get("inf_du") else ""
@@ -223,6 +230,30 @@ def diagnose(opti, names, raw, status):
 def _violation(g, lbg, ubg):
     with np.errstate(invalid="ignore"):
         return np.maximum(np.maximum(lbg - g, g - ubg), 0.0)
+
+
+def _stuck(J, g, lbg, ubg):
+    """Whether x is a stationary point of the constraint violation: no first-order step reduces the violated
+    rows' violation, in the l1 or the l2 measure, while the rows that hold (within FEASIBLE) keep holding;
+    i.e. J_v^T w + J_a^T mu = 0 for some mu, w the violations' signs or the violations themselves."""
+    if J.size > RANK_CHECK_MAX or not np.all(np.isfinite(J)):
+        return False
+    low, high = lbg - g, g - ubg
+    violated = np.maximum(low, high) > FEASIBLE
+    held = ~violated & (np.minimum(np.abs(low), np.abs(high)) <= FEASIBLE)
+    if not violated.any():
+        return False
+    r = np.where(high > 0, high, -low)[violated]
+    Jv, Ja = J[violated], J[held]
+    for w in (np.sign(r), r / np.abs(r).max()):
+        scale = (np.abs(Jv).T @ np.abs(w)).max(initial=0.0)
+        if not scale > RANK_RTOL * np.abs(J).max(initial=0.0):
+            continue  # the violated rows have no slope: the singular-Jacobian hint names them
+        target = Jv.T @ w
+        mu = np.linalg.lstsq(Ja.T, -target, rcond=None)[0] if len(Ja) else np.zeros(0)
+        if np.abs(target + Ja.T @ mu).max() <= STATIONARY_RTOL * scale:
+            return True
+    return False
 
 
 def _rank_deficiency(J, equality, names):
@@ -259,6 +290,28 @@ def _rank_deficiency(J, equality, names):
         if len(hints) >= 3:
             break
     return hints
+
+
+class SolveError(RuntimeError):
+    """A failed solve (``solve(..., raise_on_failure=True)``): the message says why; ``stats`` holds the
+    statistics ``solve`` returns."""
+
+    def __init__(self, message, stats=None):
+        super().__init__(message)
+        self.stats = stats
+
+
+def overfull_error(opti, names, fatrop=None):
+    """The SolveError for stages with more equality constraints than fatrop takes (None when there are
+    none): named from Stagewise's records, else by fatrop's own message ``fatrop``."""
+    stages = "; ".join(overfull_stages(opti, names)) or (fatrop and "fatrop: " + fatrop.splitlines()[-1])
+    if not stages:
+        return None
+    return SolveError(
+        "fatrop: a stage has more equality constraints than state and control entries, so its constraint "
+        "Jacobian is singular (rank-deficient: a constraint that duplicates others, e.g. a terminal "
+        f"constraint on more entries than the state has): {stages}"
+    )
 
 
 def overfull_stages(opti, names):

@@ -5,7 +5,7 @@ import re
 from .. import codegen
 from ..codegen.flags import COMPILE_FLAGS
 from ..spec import HESSIANS, SOLVERS, choice
-from .diagnostics import FATROP_FLAGS, diagnose, missing_derivatives, overfull_stages, share_libraries
+from .diagnostics import FATROP_FLAGS, SolveError, diagnose, missing_derivatives, overfull_error, share_libraries
 from .expand import keep_analytical
 from .stagewise import names_of
 
@@ -101,15 +101,6 @@ STAT_FIELDS = {  # name -> key of casadi's nlpsol stats: wall times (t_) and the
 }
 
 
-class SolveError(RuntimeError):
-    """A failed solve (``solve(..., raise_on_failure=True)``): the message says why; ``stats`` holds the
-    statistics ``solve`` returns."""
-
-    def __init__(self, message, stats=None):
-        super().__init__(message)
-        self.stats = stats
-
-
 def solve(opti, raise_on_failure=False):
     """Solve and return the solver statistics: status, success, iterations, cost and wall times.
 
@@ -185,13 +176,8 @@ def _explain(e, opti):
             f"{solver} has no option {unknown.group(2)!r} (given to ocp.solver_options or opti.solver as "
             f"{solver + '.' + unknown.group(2)!r}); see {solver}'s documentation for its option names"
         ) from None
-    if "number_of_eq_constraints" in text:
-        stages = "; ".join(overfull_stages(opti, names_of(opti))) or "fatrop: " + text.splitlines()[-1]
-        raise SolveError(
-            "fatrop: a stage has more equality constraints than state and control entries, so its constraint "
-            "Jacobian is singular (rank-deficient: a constraint that duplicates others, e.g. a terminal "
-            f"constraint on more entries than the state has): {stages}"
-        ) from None
+    if "number_of_eq_constraints" in text:  # a problem not declared with Stagewise, which refuses it before
+        raise overfull_error(opti, names_of(opti), text) from None
     if "specified structure of A does not correspond" in text:
         detail = next(line.strip() for line in text.splitlines() if "specified structure of A" in line)
         raise SolveError(

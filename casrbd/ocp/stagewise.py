@@ -7,7 +7,7 @@ import weakref
 import casadi as ca
 import numpy as np
 
-from .diagnostics import Names, check_guess, share_libraries, uncompiled_calls
+from .diagnostics import Names, check_guess, overfull_error, share_libraries, uncompiled_calls
 
 MAX_GRADIENT = 100.0  # IPOPT's nlp_scaling_max_gradient, which Stagewise applies for fatrop
 # the largest divisor of the objective: IPOPT's nlp_scaling_min_value (1e-8) as a divisor; a gradient of
@@ -93,7 +93,8 @@ class Stagewise:
         The guess (``opti.set_initial``) is checked first: a non-finite value of the
         guess, the parameters, the cost, its gradient, a constraint or its Jacobian
         raises a ``ValueError`` naming the variable or constraint and its stage
-        (fatrop would iterate on NaN). With fatrop and more than ``WARN_STAGES``
+        (fatrop would iterate on NaN). With fatrop, a stage with more equality constraints than state and
+        control entries raises a ``SolveError`` naming it and the counts. With fatrop and more than ``WARN_STAGES``
         stages whose Functions casadi's VM evaluates (not compiled, no ``jit``),
         an ``UncompiledStagesWarning`` says how to compile them, once per problem. With ``jit``
         (``solver_options(compiled=True)``) the compiled Functions' libraries are made visible to the
@@ -112,6 +113,9 @@ class Stagewise:
         options = options or {}
         opti = self.opti
         gradient = check_guess(opti, self.names, "Stagewise.solver")
+        overfull = name == "fatrop" and overfull_error(opti, self.names)
+        if overfull:  # casadi 3.8's fatrop stops at its dimension check, casadi 3.7's solves on: refused for both
+            raise overfull
         if name == "fatrop" and max_gradient is not None:
             scale = min(MAX_SCALE, max(1.0, float(np.abs(gradient).max(initial=0.0)) / max_gradient))
             opti.minimize(opti.f, scale)

@@ -21,8 +21,10 @@ from test_stagewise import pendulum
 
 from casrbd import ocp
 from casrbd.models import serial_chain
+from casrbd.ocp.diagnostics import diagnose
 
 N = 12
+OLD_FATROP = tuple(int(p) for p in ca.__version__.split(".")[:2]) < (3, 8)  # casadi 3.7's fatrop stops otherwise
 
 
 def pendulum_problem(terminal=(), solver="ipopt", stages=N, **options):
@@ -54,23 +56,27 @@ def test_a_rank_deficient_terminal_constraint_is_named_as_the_cause(solver):
     goal = [(lambda x: x[0] + x[1] == 1, "goal"), (lambda x: 2 * x[0] + 2 * x[1] == 2.001, "goal again")]
     st = pendulum_problem(goal, solver)
     stats = ocp.solve(st.opti)
-    assert not stats["success"] and stats["status"] == "Infeasible_Problem_Detected"
+    assert not stats["success"] and "locally infeasible" in stats["hint"] and "iteration limit" not in stats["hint"]
     message = stats["message"]
     assert "rank-deficient" in message and "linearly dependent" in message, message
     assert f"stage {N} (last), path constraint 'goal' [entry 0]" in message
     assert f"stage {N} (last), path constraint 'goal again' [entry 0]" in message
-    assert stats["violation"] == pytest.approx(5e-4, rel=1e-3)  # the least-squares split of the 1e-3
+    # at least the least violation possible (1e-3 / 3, split evenly), at most the l1 split (5e-4) the solvers stop
+    # at, or the l2 split (4e-4; casadi 3.7's fatrop)
+    assert 1e-3 / 3 < stats["violation"] < 5e-4 * (1 + 1e-3)
     assert stats["violation_at"].startswith(f"stage {N} (last), path constraint 'goal")
     with pytest.raises(ocp.SolveError, match="rank-deficient") as e:
         ocp.solve(pendulum_problem(goal, solver).opti, raise_on_failure=True)
-    assert e.value.stats["status"] == "Infeasible_Problem_Detected"
+    assert e.value.stats["status"] == stats["status"]
 
 
 def test_a_terminal_constraint_on_more_entries_than_the_state_names_the_stage():
-    """fatrop stops at its dimension check (an assertion in C++); the error names the stage and counts."""
-    st = pendulum_problem([(lambda x: x == [1, 0], "goal"), (lambda x: x[0] + x[1] == 1, "sum")], "fatrop")
+    """fatrop stops at its dimension check (an assertion in C++; casadi 3.7's solves on): refused before
+    solving, for both, naming the stage and counts; a plain Opti gets fatrop's words as a SolveError."""
+    terminal = [(lambda x: x == [1, 0], "goal"), (lambda x: x[0] + x[1] == 1, "sum")]
     with pytest.raises(ocp.SolveError, match=rf"rank-deficient.*stage {N}: 3 equalities on 2 variables"):
-        ocp.solve(st.opti)
+        pendulum_problem(terminal, "fatrop")
+    assert ocp.solve(pendulum_problem(terminal, "ipopt").opti)["success"]  # consistent: IPOPT solves it
 
 
 def test_a_terminal_constraint_repeating_the_last_gap_is_named_as_breaking_fatrops_structure():
@@ -93,6 +99,9 @@ def test_a_terminal_constraint_repeating_the_last_gap_is_named_as_breaking_fatro
 def test_a_tolerance_stall_is_named_as_the_cause(solver):
     st = pendulum_problem([(lambda x: x[0] == 1, "goal")], solver, tol=1e-20)
     stats = ocp.solve(st.opti)
+    if solver == "fatrop" and OLD_FATROP:  # it declares success where rounding stops it: check that it is feasible
+        assert stats["success"] and np.abs(st.opti.value(st.opti.g)[-1] - 1) < 1e-12
+        return
     assert not stats["success"] and stats["status"] == "Search_Direction_Becomes_Too_Small"
     assert "stall at tolerance" in stats["message"] and "tol" in stats["hint"]
     assert stats["violation"] < 1e-10  # feasible: what stopped it is the tolerance
@@ -113,7 +122,7 @@ def test_an_iteration_limit_is_named_as_the_cause(solver):
 def test_contradictory_constraints_are_infeasible_and_the_start_is_named(solver):
     st = pendulum_problem([(lambda x: x[0] == 1, "one"), (lambda x: x[0] == 2, "two")], solver)
     stats = ocp.solve(st.opti)
-    assert stats["status"] == "Infeasible_Problem_Detected"
+    assert not stats["success"] and "iteration limit" not in stats["hint"]  # casadi 3.7's fatrop says MaxIter
     assert "locally infeasible" in stats["hint"] and "infeasible start (the guess violates it by" in stats["hint"]
     assert stats["violation"] == pytest.approx(0.5, rel=1e-2)
 
@@ -129,9 +138,24 @@ def test_contradictory_bounds_name_the_variable(solver):
     st.opti.minimize(ca.sumsqr(u))
     st.solver(solver, ocp.solver_options(solver=solver))
     stats = ocp.solve(st.opti)
-    assert not stats["success"] and "locally infeasible" in stats["hint"]
+    assert not stats["success"] and "locally infeasible" in stats["hint"] and "iteration limit" not in stats["hint"]
     bound = r"stage 0, path constraint '(push|hold)' \[entry 0\] \(a bound on u_0\[0\]\)"
     assert re.fullmatch(bound, stats["violation_at"]), stats["violation_at"]
+
+
+@pytest.mark.parametrize("solver", ocp.SOLVERS)
+def test_local_infeasibility_is_recognised_from_the_last_iterate_whatever_the_status_word(solver):
+    """casadi 3.7's fatrop stops at contradictory constraints with MaxIterExceeded: the last iterate, a
+    stationary point of the violation, says infeasible; a feasible problem cut off by max_iter does not."""
+    word, raw = "Maximum_Iterations_Exceeded", {"iter_count": 3}
+    contradictory = pendulum_problem([(lambda x: x[0] == 1, "one"), (lambda x: x[0] == 2, "two")], solver)
+    ocp.solve(contradictory.opti)
+    hint = diagnose(contradictory.opti, contradictory.names, raw, word)["hint"]
+    assert "locally infeasible" in hint and "iteration limit" not in hint, hint
+    cut = pendulum_problem([(lambda x: x[0] == 1, "goal")], solver, max_iter=2)
+    ocp.solve(cut.opti)
+    hint = diagnose(cut.opti, cut.names, raw, word)["hint"]
+    assert "iteration limit" in hint and "locally infeasible" not in hint, hint
 
 
 def test_a_constraint_without_slope_at_its_solution_is_named():
