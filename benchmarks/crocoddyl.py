@@ -21,8 +21,8 @@ per iteration the time in derivatives (casadi: Jacobian and Hessian
 evaluations; Crocoddyl: ``calcDiff`` over the knots), in the linear algebra
 (fatrop's search direction, the SQP's QPs; FDDP: its backward pass) and the
 rest. Then the compiled Gauss-Newton problem is built twice in fresh
-processes, with an empty and with a filled library cache (``--no-cold``
-skips it). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
+processes, with an empty and with a filled library cache (``--no-cold``:
+twice from CASRBD_CACHE). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
 """
 
 import argparse
@@ -215,25 +215,27 @@ print(end - imported, end - start, sum(STAGE_BUILDS.values()))
 """
 
 
-def cold_and_warm_build(name):
-    """Building the compiled Gauss-Newton ``name`` ("trot", "jump", "walk") in a fresh process, with an empty
-    cache (generating and compiling the stages) and again with the libraries cached: per build (wall seconds
-    from loading the model to the problem, the same from the process' start, the stage Functions built)."""
+def fresh_build(name, cache):
+    """Building the compiled Gauss-Newton ``name`` ("trot", "jump", "walk") in a fresh process with the library
+    cache ``cache``: (wall seconds from loading the model to the problem, the same from the process' start,
+    the stage Functions built)."""
     library = ("talos_" if name == "walk" else "solo12_") + name
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "CASRBD_CACHE": cache}
-        run = [sys.executable, "-c", BUILD.format(root=str(ROOT), name=name, library=library)]
-        out = [subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout for _ in "cw"]
-    return [tuple(float(v) for v in o.split()[-3:]) for o in out]
+    run = [sys.executable, "-c", BUILD.format(root=str(ROOT), name=name, library=library)]
+    out = subprocess.run(run, env={**os.environ, "CASRBD_CACHE": cache}, capture_output=True, text=True, check=True)
+    return tuple(float(v) for v in out.stdout.split()[-3:])
 
 
-def build_line(name):
-    """The cold and warm builds of ``name`` in fresh processes, as a sentence."""
-    (cold, cold_all, _), (warm, warm_all, stages) = cold_and_warm_build(name)
+def build_line(name, cold=True):
+    """The builds of ``name`` in fresh processes as a sentence: with an empty cache (generating and compiling the
+    stages) and again with the libraries cached (``cold``), or twice with CASRBD_CACHE's libraries."""
+    with tempfile.TemporaryDirectory() as empty:
+        cache = empty if cold else os.environ.get("CASRBD_CACHE", str(Path.home() / ".cache" / "casrbd"))
+        (first, first_all, built), (warm, warm_all, stages) = fresh_build(name, cache), fresh_build(name, cache)
+    what = "cold" if cold else "warm"
     line = (
         f"Building the compiled Gauss-Newton {name} in a fresh process (wall, from loading the model; from the "
-        f"process' start in brackets): cold {cold:.1f} s ({cold_all:.1f}; generating and compiling the stage "
-        f"libraries, side by side), warm {warm:.1f} s ({warm_all:.1f}; cached: {stages:.0f} stage Functions built)."
+        f"process' start in brackets): {what} {first:.1f} s ({first_all:.1f}; {built:.0f} stage Functions built), "
+        f"warm {warm:.1f} s ({warm_all:.1f}; {stages:.0f} stage Functions built)."
     )
     print(line, flush=True)
     return line
@@ -322,7 +324,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="trot,jump")
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"casadi variants among {list(VARIANTS)}")
-    parser.add_argument("--no-cold", action="store_true", help="skip the cold and warm builds in fresh processes")
+    parser.add_argument("--no-cold", action="store_true", help="fresh-process builds from CASRBD_CACHE only")
     args = parser.parse_args(argv)
     model = load_robot("solo12")
     threads = os.environ["OMP_NUM_THREADS"]
@@ -350,7 +352,7 @@ def main(argv=None):
         lines += [row(r, problem, reference) for r in results]
         plot(name, results[:2], RESULTS / f"crocoddyl_{name}.png")
     # the builds after every solve: FDDP's solves measured 1.6x slower right after gcc's gigabytes
-    lines += ["\n" + build_line(name) for name in ([] if args.no_cold else args.problems.split(","))]
+    lines += ["\n" + build_line(name, not args.no_cold) for name in args.problems.split(",")]
     text = "\n".join(lines) + "\n"
     print(text)
     (RESULTS / "crocoddyl.md").write_text(text)
