@@ -145,7 +145,11 @@ def quadruped_knots(model, steps, x0, hard=False, tau_max=None):
         guess = quasi_static(model, x0[: model.nq], s.feet)
         dynamics = contact_dynamics([(f, "3d") for f in s.feet], SOLO_KD) if s.feet else free_dynamics()
         knots.append(Knot(dynamics, s.dt, terms, guess=guess))
-    return knots, [state(running_w), *bounds]
+    # the terminal is Crocoddyl's last running knot at x alone: its tracking terms count (the jump's CoM)
+    last = steps[-1]
+    terminal = [] if last.com is None else [Cost(CoMPosition(), 1e6, reference=last.com)]
+    terminal += [Cost(FrameTranslation(f), 1e6, reference=t, name=f"track_{f}") for f, t in last.targets]
+    return knots, [*terminal, state(running_w), *bounds]
 
 
 def biped_knots(model, steps, x0, hard=False):
