@@ -20,7 +20,10 @@ QP (ADMM) iterations summed over its iterations, the stopping criterion where it
 (``problem.calc``), the largest violation of the cone and of the torque constraints (the constraint models'
 residuals against their bounds, evaluated here; for FDDP's and BoxFDDP's solutions, of the ``hard`` and
 ``torque`` variants' constraints) and the largest dynamics defect. ``knot_spec`` lists, per knot, what the
-casrbd problem layer must build to be the same problem. Writes benchmarks/results/constrained.md.
+casrbd problem layer must build to be the same problem. Then (``--casrbd``, default fatrop and IPOPT) the
+``hard`` variant built on ``casrbd.ocp.legged`` (``casrbd_side``, benchmarks/constrained_layer.py), checked knot
+by knot against Crocoddyl's, solved from the same guess, its solution's cost and violations evaluated by
+Crocoddyl's models. Writes benchmarks/results/constrained.md.
 """
 
 import argparse
@@ -269,7 +272,7 @@ def solve(kind, problem, x0, qp_eps=None):
     iteration, in every solve)."""
     xs0 = [x0] * (problem.T + 1)
     us0 = problem.quasiStatic(xs0[:-1])
-    best, spent = np.inf, 0.0
+    cpus = []
     for _ in range(REPEATS):
         solver = solver_for(kind, problem, qp_eps)
         if kind == "CSQP":
@@ -277,14 +280,14 @@ def solve(kind, problem, x0, qp_eps=None):
             solver.setCallbacks([counter])
         start = time.process_time()
         converged = solver.solve(xs0, us0, MAX_ITER, False) if "FDDP" in kind else solver.solve(xs0, us0, MAX_ITER)
-        cpu = time.process_time() - start
-        best, spent = min(best, cpu), spent + cpu
-        if spent > REPEAT_BUDGET:
+        cpus.append(time.process_time() - start)
+        if sum(cpus) > REPEAT_BUDGET:
             break
     return {
         "solver": kind if qp_eps is None else f"{kind}, QP eps {qp_eps:g}",
         "converged": converged,
-        "cpu": best,
+        "cpu": min(cpus),
+        "cpus": cpus,
         "iterations": solver.iter,
         # the stopping criterion where the solver stopped: CSQP's KKT residual, FDDP's expected improvement
         "stop": solver.KKT if kind == "CSQP" else solver.stop,
@@ -301,32 +304,48 @@ RUNS += [(variant, "CSQP", eps) for variant in ("torque", "hard") for eps in QP_
 CHECKED_BY = {"penalty": "hard", "box": "torque", "torque": "torque", "hard": "hard"}
 
 
-def casrbd_side(problem_name, variant, solver="fatrop"):
-    """casrbd's solve of ``problem_name`` in ``variant`` with fatrop or IPOPT, built from ``knot_spec``."""
-    raise NotImplementedError("needs casrbd.ocp's problem layer (hard constraints per knot), issue 37")
+def casrbd_side(problem_name, variant, solver="fatrop", guess=None):
+    """casrbd's solve of ``problem_name`` in ``variant`` ("penalty", "hard") with fatrop or IPOPT on the compiled
+    Gauss-Newton route from ``guess`` ((xs, us)): ``benchmarks.constrained_layer.solve_layer``."""
+    from benchmarks.constrained_layer import solve_layer
+
+    return solve_layer(problem_name, variant, solver, guess)
+
+
+def spread(r):
+    """The fastest solve's CPU time and, after it, the slowest's and the number of solves."""
+    return f"{r['cpu']:.3f} ({max(r['cpus']):.3f}, {len(r['cpus'])})"
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="trot,jump,walk")
+    parser.add_argument("--casrbd", default="fatrop,ipopt", help="casrbd's solvers ('': none)")
     args = parser.parse_args(argv)
     threads = os.environ["OMP_NUM_THREADS"]
+    load = "load average (1, 5, 15 min) at the start {:.1f}, {:.1f}, {:.1f}".format(*os.getloadavg())
     lines = [
         f"crocoddyl {crocoddyl.__version__}, mim-solvers 0.3.0, OMP_NUM_THREADS={threads}, problem.nthreads=1; "
         f"CSQP: termination_tolerance {TOL:g}, max_qp_iters {MAX_QP_ITERS}; "
-        f"CPU time the fastest of up to {REPEATS} solves (within {REPEAT_BUDGET:g} s), at most {MAX_ITER} iterations. "
+        f"CPU time the fastest of up to {REPEATS} solves (within {REPEAT_BUDGET:g} s; in brackets the slowest and "
+        f"the number of solves), at most {MAX_ITER} iterations. "
         f"Torque limits: solo12 {SOLO12_TORQUE} N m on every joint (its actuators' peak), Talos its URDF's efforts. "
-        "Measured on a shared 2-core machine under other jobs' load: CPU times drift by tens of percent.\n",
+        f"Measured on a shared 2-core machine under other jobs' load ({load}): CPU times drift by tens of "
+        "percent.\n",
         "| problem | variant | solver | converged | iterations | QP iterations | stopping criterion "
         "| CPU of the solve [s] | cost (Crocoddyl's calc) | cone violation | torque violation | defect |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    sanity = []
+    sanity, ours, checks = [], [], []
+    solvers = [s for s in args.casrbd.split(",") if s]
     for name in args.problems.split(","):
         problems = {v: build(name, v) for v in VARIANTS}
+        csqp = {}
         for variant, kind, qp_eps in RUNS:
             problem, x0 = problems[variant]
             r = solve(kind, problem, x0, qp_eps)
+            if variant == "hard":
+                csqp[qp_eps] = r
             cost = problem.calc(list(r["xs"]), list(r["us"]))
             checked = CHECKED_BY[variant]
             viol = violation(problems[checked][0], r["xs"], r["us"])
@@ -335,7 +354,7 @@ def main(argv=None):
             qp = "-" if r["qp_iterations"] is None else r["qp_iterations"]
             lines.append(
                 f"| {name} | {variant} | {r['solver']} | {r['converged']} | {r['iterations']} | {qp} | {r['stop']:.1e} "
-                f"| {r['cpu']:.3f} | {cost:.10g} | {viol} | {defect(problem, r['xs'], r['us']):.1e} |"
+                f"| {spread(r)} | {cost:.10g} | {viol} | {defect(problem, r['xs'], r['us']):.1e} |"
             )
             print(lines[-1], flush=True)
             if variant == "penalty" and name in FDDP_REFERENCE:
@@ -345,6 +364,31 @@ def main(argv=None):
                     f"(relative difference {cost / reference - 1:+.1e})."
                 )
                 print(sanity[-1], flush=True)
+        if solvers:
+            from benchmarks.constrained_layer import casrbd_rows
+
+            rows, check = casrbd_rows(name, *problems["hard"], csqp, solvers)
+            ours += rows
+            checks.append(check)
+    if ours:
+        from benchmarks.constrained_layer import CASRBD_HEADER, CASRBD_MAX_ITER, CASRBD_OPTIONS, CASRBD_TOL
+
+        lines += [
+            "",
+            "## casrbd on the hard variants (casrbd.ocp.legged, hard=True; compiled Gauss-Newton stages)",
+            "",
+            f"From Crocoddyl's guess, tolerance {CASRBD_TOL:g} (the solver's KKT residual), {CASRBD_OPTIONS}, at most "
+            f"{CASRBD_MAX_ITER} iterations; CPU the solver's t_proc_total (fastest, in brackets the slowest and the "
+            "number of solves); build: wall seconds of the problem from the library cache and creating the solver; "
+            "cost and violations by Crocoddyl's models on casrbd's solution (the cost of the hard variant, "
+            "compared with CSQP's at QP eps 1e-6); per iteration the solver's CPU in the stage derivatives "
+            "(one evaluation of each), fatrop's search direction (its linear algebra) and the rest.",
+            "",
+            CASRBD_HEADER,
+            *ours,
+            "",
+            *checks,
+        ]
     text = "\n".join(lines + [""] + sanity) + "\n"
     (RESULTS / "constrained.md").write_text(text)
     print(text)

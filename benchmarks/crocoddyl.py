@@ -21,8 +21,8 @@ per iteration the time in derivatives (casadi: Jacobian and Hessian
 evaluations; Crocoddyl: ``calcDiff`` over the knots), in the linear algebra
 (fatrop's search direction, the SQP's QPs; FDDP: its backward pass) and the
 rest. Then the compiled Gauss-Newton problem is built twice in fresh
-processes, with an empty and with a filled library cache (``--no-cold``
-skips it). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
+processes, with an empty and with a filled library cache (``--no-cold``:
+twice from CASRBD_CACHE). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
 """
 
 import argparse
@@ -55,9 +55,12 @@ PROBLEMS = {
 
 
 def transcribe(model, name, hessian, library=None):
-    """Crocoddyl's ``name`` ("trot", "jump") for solo12 as ``casrbd.ocp.legged`` builds it (``library``: the
-    compiled stages' name, None: in casadi's VM): (Stagewise, [(stage Function, p) per knot])."""
-    problem = legged.quadruped_problem(name, model, hessian=hessian, compiled=bool(library), name=library or "vm")
+    """Crocoddyl's ``name`` ("trot", "jump": solo12 ``model``; "walk": talos, loaded here) as ``casrbd.ocp.legged``
+    builds it (``library``: the compiled stages' name, None: in casadi's VM): (Stagewise, [(stage Function, p)
+    per knot])."""
+    options = {"hessian": hessian, "compiled": bool(library), "name": library or "vm"}
+    build = legged.biped_problem if name == "walk" else functools.partial(legged.quadruped_problem, name, model)
+    problem = build(**options)
     return problem.stagewise, [(s.function, p) for s, p in zip(problem.stages, problem.parameters)]
 
 
@@ -117,12 +120,13 @@ def run_fddp(problem, x0):
     fastest solve and the fastest per-iteration split so far."""
     xs0 = [x0] * (problem.T + 1)
     us0 = problem.quasiStatic(xs0[:-1])
-    best = {"solver": "Crocoddyl FDDP", "success": True, "build": None}
+    best = {"solver": "Crocoddyl FDDP", "success": True, "build": None, "cpus": []}
     while True:
         solver = crocoddyl.SolverFDDP(problem)
         start = time.process_time()
         solver.solve(xs0, us0, 100, False)
         cpu = time.process_time() - start
+        best["cpus"].append(cpu)
         xs, us = np.array(solver.xs), list(solver.us)
         # per iteration: calcDiff over the knots, the backward pass (Riccati), and the rest (forward passes)
         split = {"cpu": cpu, "derivatives": per_call(functools.partial(problem.calcDiff, list(xs), us))}
@@ -137,7 +141,7 @@ def run_casadi(model, name, x0, solver, hessian, compiled):
     """Generator: the first step builds and solves, each further step solves again from the guess scaled
     by 1 + 1e-13 r (while the solves so far took under REPEAT_BUDGET); each yields the result of the
     fastest solve."""
-    library = f"solo12_{name}" if compiled else None
+    library = (("talos_" if name == "walk" else "solo12_") + name) if compiled else None
     start = time.perf_counter()
     st, stages = transcribe(model, name, hessian, library)
     if solver == "sqpmethod":  # casadi's SQP; its QP by qrqp (sparse QR): hpipm returns no dynamics multipliers
@@ -164,7 +168,7 @@ def run_casadi(model, name, x0, solver, hessian, compiled):
     stats, raw = ocp.solve(st.opti), st.opti.stats()
     # the solver's own CPU time; creating it (the NLP's sparsity patterns, done once per problem) is setup
     setup = time.process_time() - start - raw["t_proc_total"]
-    spent = raw["t_proc_total"]
+    cpus = [raw["t_proc_total"]]
     repeat = 0
     while True:
         iters = max(stats["iterations"], 1)
@@ -175,6 +179,7 @@ def run_casadi(model, name, x0, solver, hessian, compiled):
             "solver": f"casadi {solver}, {hessian} Hessian" + (", compiled stages" if compiled else ", VM"),
             "iterations": stats["iterations"],
             "cpu": raw["t_proc_total"],
+            "cpus": list(cpus),
             "xs": np.array([np.ravel(value(x)) for x in st.x]),
             "us": [np.ravel(value(u)) if u.numel() else np.zeros(0) for u in st.u],
             # one evaluation of each derivative: what an iteration needs
@@ -184,38 +189,56 @@ def run_casadi(model, name, x0, solver, hessian, compiled):
             "build": build + setup,
             "stages": stages,
         }
-        if spent < REPEAT_BUDGET:
+        if sum(cpus) < REPEAT_BUDGET or len(cpus) < 2:
             # the guess scaled by 1 + 1e-13 r: the stage libraries keep each knot point's linearisation
             # (codegen.memoize), and a solve from the same bits would find every one of them computed
             repeat += 1
             for v, value0 in guess:
                 st.opti.set_initial(v, np.asarray(value0) * (1 + 1e-13 * repeat))
             again, again_raw = ocp.solve(st.opti), st.opti.stats()
-            spent += again_raw["t_proc_total"]
+            cpus.append(again_raw["t_proc_total"])
             if again_raw["t_proc_total"] < raw["t_proc_total"]:
                 stats, raw = again, again_raw
 
 
 BUILD = """
 import sys, time
+start = time.perf_counter()
 sys.path.insert(0, {root!r})
 from benchmarks.crocoddyl import transcribe
 from casrbd.models import load_robot
-model = load_robot("solo12")
-start = time.perf_counter()
-transcribe(model, {name!r}, "gauss-newton", "solo12_{name}")
-print(time.perf_counter() - start)
+from casrbd.ocp.problem import STAGE_BUILDS
+imported = time.perf_counter()
+transcribe(None if {name!r} == "walk" else load_robot("solo12"), {name!r}, "gauss-newton", {library!r})
+end = time.perf_counter()
+print(end - imported, end - start, sum(STAGE_BUILDS.values()))
 """
 
 
-def cold_and_warm_build(name):
-    """Wall seconds of building the compiled Gauss-Newton problem in a fresh process: with an empty cache
-    (generating and compiling the stages) and again with the libraries cached."""
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "CASRBD_CACHE": cache}
-        code = BUILD.format(root=str(ROOT), name=name)
-        run = [sys.executable, "-c", code]
-        return [float(subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout) for _ in "cw"]
+def fresh_build(name, cache):
+    """Building the compiled Gauss-Newton ``name`` ("trot", "jump", "walk") in a fresh process with the library
+    cache ``cache``: (wall seconds from loading the model to the problem, the same from the process' start,
+    the stage Functions built)."""
+    library = ("talos_" if name == "walk" else "solo12_") + name
+    run = [sys.executable, "-c", BUILD.format(root=str(ROOT), name=name, library=library)]
+    out = subprocess.run(run, env={**os.environ, "CASRBD_CACHE": cache}, capture_output=True, text=True, check=True)
+    return tuple(float(v) for v in out.stdout.split()[-3:])
+
+
+def build_line(name, cold=True):
+    """The builds of ``name`` in fresh processes as a sentence: with an empty cache (generating and compiling the
+    stages) and again with the libraries cached (``cold``), or twice with CASRBD_CACHE's libraries."""
+    with tempfile.TemporaryDirectory() as empty:
+        cache = empty if cold else os.environ.get("CASRBD_CACHE", str(Path.home() / ".cache" / "casrbd"))
+        (first, first_all, built), (warm, warm_all, stages) = fresh_build(name, cache), fresh_build(name, cache)
+    what = "cold" if cold else "warm"
+    line = (
+        f"Building the compiled Gauss-Newton {name} in a fresh process (wall, from loading the model; from the "
+        f"process' start in brackets): {what} {first:.1f} s ({first_all:.1f}; {built:.0f} stage Functions built), "
+        f"warm {warm:.1f} s ({warm_all:.1f}; {stages:.0f} stage Functions built)."
+    )
+    print(line, flush=True)
+    return line
 
 
 # this machine's speed drifts by tens of percent within minutes (a shared VM): each solver's fastest of
@@ -240,7 +263,8 @@ def row(r, problem, reference):
     rest = per_iter - r["derivatives"] - (0 if np.isnan(la) else la)
     build = "-" if r["build"] is None else f"{r['build']:.1f}"
     return (
-        f"| {r['solver']} | {r['iterations']} | {r['cpu']:.3f} | {r['cpu'] / reference['cpu']:.1f}x | {cost:.10g} "
+        f"| {r['solver']} | {r['iterations']} | {r['cpu']:.3f} ({max(r['cpus']):.3f}, {len(r['cpus'])}) "
+        f"| {r['cpu'] / reference['cpu']:.2f}x | {cost:.10g} "
         f"| {cost / knot_costs(problem, reference['xs'], reference['us'])[0].sum() - 1:+.0e} "
         f"| {defect(problem, r['xs'], r['us']):.1e} | {1e3 * per_iter:.2f} | {1e3 * r['derivatives']:.2f} "
         f"| {'-' if np.isnan(la) else f'{1e3 * la:.2f}'} | {1e3 * rest:.2f} | {build} |"
@@ -248,8 +272,8 @@ def row(r, problem, reference):
 
 
 HEADER = (
-    "| solver (one thread) | iterations | CPU of the solve [s] | vs FDDP | cost (Crocoddyl's calc) | / FDDP's - 1 "
-    "| defect | ms / iteration | derivatives | linear algebra | rest | build [s] |\n"
+    "| solver (one thread) | iterations | CPU of the solve [s] (slowest, solves) | vs FDDP | cost (Crocoddyl's calc) "
+    "| / FDDP's - 1 | defect | ms / iteration | derivatives | linear algebra | rest | build [s] |\n"
     "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
@@ -288,16 +312,25 @@ def blasfeo_line():
     return f"fatrop's blasfeo built for {' '.join(sorted(built)) or 'any x86-64'} ({origin})"
 
 
+def machine_line():
+    """The CPU and the load average: the machine is shared."""
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "?")
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return f"{cpu}, {os.cpu_count()} cores, load average (1, 5, 15 min) at the start {load}"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="trot,jump")
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"casadi variants among {list(VARIANTS)}")
-    parser.add_argument("--no-cold", action="store_true", help="skip the cold and warm builds in fresh processes")
+    parser.add_argument("--no-cold", action="store_true", help="fresh-process builds from CASRBD_CACHE only")
     args = parser.parse_args(argv)
     model = load_robot("solo12")
     threads = os.environ["OMP_NUM_THREADS"]
     lines = [
-        f"casadi {ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}, {blasfeo_line()}\n"
+        f"casadi {ca.__version__}, crocoddyl {crocoddyl.__version__}, OMP_NUM_THREADS={threads}, {blasfeo_line()}, "
+        f"{machine_line()}\n"
     ]
     variants = args.variants.split(",")
     for name in args.problems.split(","):
@@ -319,12 +352,7 @@ def main(argv=None):
         lines += [row(r, problem, reference) for r in results]
         plot(name, results[:2], RESULTS / f"crocoddyl_{name}.png")
     # the builds after every solve: FDDP's solves measured 1.6x slower right after gcc's gigabytes
-    for name in [] if args.no_cold else args.problems.split(","):
-        cold, warm = cold_and_warm_build(name)
-        lines.append(
-            f"\nBuilding the compiled Gauss-Newton {name} in a fresh process (wall): cold {cold:.1f} s "
-            f"(generating and compiling the stage libraries, side by side), warm {warm:.1f} s (cached)."
-        )
+    lines += ["\n" + build_line(name, not args.no_cold) for name in args.problems.split(",")]
     text = "\n".join(lines) + "\n"
     print(text)
     (RESULTS / "crocoddyl.md").write_text(text)

@@ -144,12 +144,17 @@ def quadruped_knots(model, steps, x0, hard=False, tau_max=None):
         guess = quasi_static(model, x0[: model.nq], s.feet)
         dynamics = contact_dynamics([(f, "3d") for f in s.feet], SOLO_KD) if s.feet else free_dynamics()
         knots.append(Knot(dynamics, s.dt, terms, guess=guess))
-    return knots, [state(running_w), *bounds]
+    # the terminal is Crocoddyl's last running knot at x alone: its tracking terms count (the jump's CoM)
+    last = steps[-1]
+    terminal = [] if last.com is None else [Cost(CoMPosition(), 1e6, reference=last.com)]
+    terminal += [Cost(FrameTranslation(f), 1e6, reference=t, name=f"track_{f}") for f, t in last.targets]
+    return knots, [*terminal, state(running_w), *bounds]
 
 
 def biped_knots(model, steps, x0, hard=False):
     """talos' knots and terminal terms of a schedule (Crocoddyl's weights, 6-D sole contacts, wrench
-    cones); the last step is the terminal one, with an impulse's costs after its touchdown."""
+    cones); the last step is the terminal one, with an impulse's costs after its touchdown; ``hard``: the
+    wrench cones as constraints (else barriers) and the torques within the URDF's efforts."""
     nu, (X, Y) = model.nv - 6, TALOS_SOLE
     knots = []
     for n, s in enumerate(steps):
@@ -168,6 +173,8 @@ def biped_knots(model, steps, x0, hard=False):
             cone = WrenchCone(f, TALOS_MU, X, Y)
             terms.append(Constraint(cone) if hard else Cost(cone, 10.0, QuadraticBarrier()))
         terms.append(Cost(Control(), 0.1))
+        if hard:
+            terms.append(Constraint(JointTorque()))
         guess = quasi_static(model, x0[: model.nq], s.feet, rows=6)
         knots.append(Knot(contact_dynamics([(f, "6d") for f in s.feet], TALOS_KD), s.dt, terms, guess=guess))
     raise ValueError("a schedule needs at least one step")
