@@ -1,6 +1,6 @@
 """casrbd: rigid-body dynamics as casadi expression graphs."""
 
-import sys
+import importlib
 
 from .api import (
     aba,
@@ -42,18 +42,27 @@ from .api import (
     rnea_second_order_derivatives,
 )
 from .cache import CacheWarning
-from .codegen import CompileError, compiled, fast, gpu
+from .codegen import CompileError, compiled
 from .functions import SingularMassMatrixError, function
 from .loaders import LoadError, LoadWarning, MJCFError, MJCFWarning, URDFError, URDFWarning, load_mjcf, load_urdf
 from .model import Body, Frame, Model
 from .models import load_robot
-from .ocp.expand import keep_analytical
 from .spatial import SE3, Inertia
 
 __version__ = "0.1.0"
 
-# casrbd.fast and casrbd.gpu are the modules of the codegen package (``import casrbd.fast`` finds them)
-sys.modules[__name__ + ".fast"], sys.modules[__name__ + ".gpu"] = fast, gpu
+
+def __getattr__(name):
+    """``casrbd.keep_analytical``, ``casrbd.fast`` and ``casrbd.gpu`` when first asked for: importing casrbd
+    does not import the optimal-control package nor the numeric front-ends."""
+    if name == "keep_analytical":
+        from .ocp.expand import keep_analytical
+
+        return keep_analytical
+    if name in ("fast", "gpu"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "SE3",

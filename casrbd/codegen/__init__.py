@@ -26,7 +26,6 @@ libraries and serialized Functions you built or trust.
 from ..cache import MANIFEST, STALE_SECONDS, CacheEntry, CacheWarning, cache_dir
 from ..cache import entries as cache_entries
 from ..cache import prune as prune_cache
-from . import fast, gpu
 from .compiler import PROGRESS_SECONDS, CompileError, CompilerNotFoundError, compile_library, find_compiler
 from .csource import (
     FUNCTION_SUFFIXES,
@@ -88,11 +87,9 @@ __all__ = [
     "compile_library",
     "compiled",
     "eliminate_common",
-    "fast",
     "find_compiler",
     "generate",
     "is_external",
-    "gpu",
     "hoist_arguments",
     "inline_helpers",
     "memoize",

@@ -60,6 +60,7 @@ from ..functions import function as casrbd_function
 from .compiler import CompileError, compile_library, find_cxx
 from .flags import HOST_FLAGS, NVRTC_OPTIONS
 from .kernels import CONSTANTS, HELPERS, HOST_SHIM, MATH, PRECISIONS, KernelSource  # noqa: F401 (casrbd.gpu's)
+from .library import GPU_KERNELS
 
 BLOCK = 128  # threads per block: 64, 128 and 256 were within a few percent of each other on an H100
 
@@ -82,9 +83,6 @@ def available():
     if not count:
         return False, "CuPy sees no CUDA GPU"
     return True, cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
-
-
-GPU_KERNELS = cache.register("gpu", "gpu", "GPU kernel build")
 
 
 def _cached(label, key_parts, build):

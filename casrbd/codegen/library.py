@@ -42,8 +42,10 @@ VERBOSE_INSTRUCTIONS = 20000
 # ``hoist_arguments``) are never looked at
 CACHE_LAYOUT = "casrbd-cache-5"
 LIBRARIES = cache.register("library", "libraries", "compiled library")
-# the benchmarks' C builds (benchmarks/harness.py, benchmarks/pinocchio_cpp): registered here, where every
-# casrbd process registers its kinds, so that ``casrbd cache`` lists and prunes them
+# the GPU front-end's builds (``codegen.gpu``) and the benchmarks' C builds (benchmarks/harness.py,
+# benchmarks/pinocchio_cpp): registered here, where every casrbd process registers its kinds, so that
+# ``casrbd cache`` lists and prunes them without importing their owners
+GPU_KERNELS = cache.register("gpu", "gpu", "GPU kernel build")
 BENCHMARKS = cache.register("benchmark", "benchmarks", "benchmark build")
 
 
