@@ -189,7 +189,24 @@ def trajectories(value, dt, **expressions):
     return out
 
 
-# ---- Crocoddyl's gait problems (quadruped_gait, humanoid_walk: built by casrbd.ocp.legged) ----
+# ---- Crocoddyl's gait problems (quadruped_gait, humanoid_walk, gap_crossing: built by casrbd.ocp.legged) ----
+def knots_result(model, steps, problem, sol):
+    """What a gait example returns: the model, the gait's steps (``knots``), states xs, controls us (a list,
+    empty at impulses), contact forces, the stage Functions with their parameters, the solver's stats and
+    the largest constraint violation."""
+    stages = [(s.function, p) for s, p in zip(problem.stages, problem.parameters)]
+    return {
+        "model": model,
+        "knots": steps,
+        "xs": sol.xs,
+        "us": sol.us,
+        "forces": sol.forces,
+        "stages": stages,
+        "stats": sol.stats,
+        "violation": sol.violation,
+    }
+
+
 def write_knots_html(path, model, knots, xs, robot):
     """The motion of a knot problem as an HTML animation; an impulse knot takes no time, so the state
     after it is shown."""

@@ -47,15 +47,7 @@ def solve(
     knots = [ocp.Knot(k.dynamics, k.dt, [*k.terms, *clearance]) if s.feet == () else k for k, s in zip(knots, steps)]
     problem = ocp.Problem(model, x0, knots, terminal, compiled=True, name="gap", flags=flags)
     sol = problem.solve(solver, verbose=verbose)
-    return {
-        "model": model,
-        "knots": steps,
-        "xs": sol.xs,
-        "us": sol.us,
-        "forces": sol.forces,
-        "stats": sol.stats,
-        "violation": sol.violation,
-    }
+    return common.knots_result(model, steps, problem, sol)
 
 
 def main(argv=None):

@@ -38,16 +38,7 @@ def solve(solver="fatrop", compiled=False, verbose=False, hard=False, **sizes):
     knots, terminal = legged.biped_knots(model, steps, x0, hard)
     built = ocp.Problem(model, x0, knots, terminal, compiled=compiled, name="talos_walk")
     sol = built.solve(solver, verbose=verbose)
-    stages = [(s.function, p) for s, p in zip(built.stages, built.parameters)]
-    return {
-        "model": model,
-        "knots": steps,
-        "xs": sol.xs,
-        "us": sol.us,
-        "forces": sol.forces,
-        "stages": stages,
-        "stats": sol.stats,
-    }
+    return common.knots_result(model, steps, built, sol)
 
 
 def main(argv=None):

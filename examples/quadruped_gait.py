@@ -47,16 +47,7 @@ def solve(problem="trot", solver="fatrop", hessian="gauss-newton", compiled=Fals
     knots, terminal = legged.quadruped_knots(model, steps, x0)
     built = ocp.Problem(model, x0, knots, terminal, hessian=hessian, compiled=compiled, name=f"solo12_{problem}")
     sol = built.solve(solver, verbose=verbose)
-    stages = [(s.function, p) for s, p in zip(built.stages, built.parameters)]
-    return {
-        "model": model,
-        "knots": steps,
-        "xs": sol.xs,
-        "us": sol.us,
-        "forces": sol.forces,
-        "stages": stages,
-        "stats": sol.stats,
-    }
+    return common.knots_result(model, steps, built, sol)
 
 
 def main(argv=None):
