@@ -15,6 +15,7 @@ import hashlib
 import casadi as ca
 import numpy as np
 
+from .. import __version__
 from ..spec import HESSIAN_MODELS, choice
 from . import knots as _knots
 from .compile import compile_stages, load_stages
@@ -163,8 +164,6 @@ def stage_function(model, kind, knot, terms, hessian):
 def description_key(model, description, hessian):
     """What a compiled stage's cache entry is keyed by (``compile_stages``' ``keys``): the model's
     digest, the stage's description and Hessian model, and the versions of casrbd and casadi."""
-    from .. import __version__  # casrbd's __init__ imports this module before it defines it
-
     return repr((_digest(model), description, hessian, __version__, ca.__version__))
 
 
