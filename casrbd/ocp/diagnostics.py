@@ -314,17 +314,27 @@ def overfull_error(opti, names, fatrop=None):
     )
 
 
+PATH = re.compile(r"stage (\d+)(?: \(last\))?, path")  # Stagewise's label of a path constraint
+
+
 def overfull_stages(opti, names):
     """Stages (by Stagewise's records) with more equality path constraints than state and control entries."""
-    bounds = [opti.debug.value(b, opti.value_parameters()) for b in (opti.lbg, opti.ubg)]
-    lbg, ubg = (np.atleast_1d(np.asarray(b, dtype=float)) for b in bounds)
-    count, size = {}, {}
-    for i in np.flatnonzero(lbg == ubg):
-        k = re.match(r"stage (\d+)(?: \(last\))?, path", names.label(i) or "")
-        if k:
-            count[int(k.group(1))] = count.get(int(k.group(1)), 0) + 1
+    size, rows = {}, {}
     for label, n in names.variables.values():
         size[int(label[2:])] = size.get(int(label[2:]), 0) + n
+    for label, c in names.rows.values():
+        k = PATH.match(label)
+        if k:
+            rows[int(k.group(1))] = rows.get(int(k.group(1)), 0) + c.numel()
+    if all(n <= size.get(k, 0) for k, n in rows.items()):
+        return []  # not even every path row an equality would be too many: no row looked up (each lookup is slow)
+    bounds = [opti.debug.value(b, opti.value_parameters()) for b in (opti.lbg, opti.ubg)]
+    lbg, ubg = (np.atleast_1d(np.asarray(b, dtype=float)) for b in bounds)
+    count = {}
+    for i in np.flatnonzero(lbg == ubg):
+        k = PATH.match(names.label(i) or "")
+        if k:
+            count[int(k.group(1))] = count.get(int(k.group(1)), 0) + 1
     over = [(k, n) for k, n in sorted(count.items()) if n > size.get(k, 0)]
     return [f"stage {k}: {n} equalities on {size.get(k, 0)} variables" for k, n in over]
 
