@@ -166,15 +166,15 @@ class FeedbackLaw(NamedTuple):
     """u + kp (q_ref(t) - q)[iq] + kd (v_ref(t) - v)[iv] + K ([q; v] - x_ref(t)), x_ref = [q_ref; v_ref]
     going from ``x_from`` at ``t0`` to ``x_to`` at ``t0 + dt`` (then held): the first interval of a plan,
     with PD gains around it on the actuated joints (``iq``, ``iv``: their coordinates and velocities, of
-    one dof each; default all) and/or the state feedback gain ``K`` (nu x nx; None: none)."""
+    one dof each; default all; None: no PD) and/or the state feedback gain ``K`` (nu x nx; None: none)."""
 
     t0: float
     dt: float
     u: np.ndarray
     x_from: np.ndarray
     x_to: np.ndarray
-    kp: np.ndarray
-    kd: np.ndarray
+    kp: object = None
+    kd: object = None
     iq: object = slice(None)
     iv: object = slice(None)
     K: object = None
@@ -183,7 +183,7 @@ class FeedbackLaw(NamedTuple):
         s = min(max((t - self.t0) / self.dt, 0.0), 1.0)
         x_ref = (1 - s) * self.x_from + s * self.x_to
         q_ref, v_ref = x_ref[: len(q)], x_ref[len(q) :]
-        u = self.u + self.kp * (q_ref - q)[self.iq] + self.kd * (v_ref - v)[self.iv]
+        u = self.u if self.kp is None else self.u + self.kp * (q_ref - q)[self.iq] + self.kd * (v_ref - v)[self.iv]
         return u if self.K is None else u + self.K @ (np.r_[q, v] - x_ref)
 
 
@@ -211,7 +211,7 @@ class MPC:
         plan = self.horizon.solve(x)
         self.plans.append(plan)
         if self.gains and plan.gains is not None:
-            return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], 0.0, 0.0, K=plan.gains[0])
+            return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], K=plan.gains[0])
         if self.kp is None:
             return plan.us[0]
         return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], self.kp, self.kd, *self.joints)
