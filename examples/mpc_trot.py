@@ -6,9 +6,9 @@ MuJoCo simulates solo12 (or ``--robot go2``) at 1 kHz on a ground plane, a spher
 on a trot's contact schedule that advances with time, tracking the base
 velocity (and ``--yaw-rate``), one warm-started Gauss-Newton step of a Riccati
 recursion per update (``--solver fatrop``: one fatrop iteration; the stages
-compiled to C unless ``--no-compiled``), applied between updates with the
-recursion's feedback gains around the plan (``--no-gains``, or fatrop: a joint
-PD). Pushes of ``--push`` N s hit the base at random times and directions
+compiled to C unless ``--no-compiled``), applied between updates with a joint
+PD around the plan (``--gains``: the recursion's feedback gains, whose velocity
+feedback the 1 kHz plant does not take: it falls). Pushes of ``--push`` N s hit the base at random times and directions
 (``--seed``). The scenario and its metrics (fall, velocity tracking, foot slip,
 update CPU times) are ``casrbd.sim.trot``'s.
 
@@ -34,7 +34,7 @@ def main(argv=None):
     p.add_argument("--push", type=float, default=0.5, help="push impulses, N s (0: none)")
     p.add_argument("--seed", type=int, default=0, help="the pushes' random generator seed")
     p.add_argument("--solver", choices=SOLVERS, default="riccati", help="the horizon's solver (default riccati)")
-    p.add_argument("--gains", action=argparse.BooleanOptionalAction, default=True, help="Riccati gains, else PD")
+    p.add_argument("--gains", action=argparse.BooleanOptionalAction, default=False, help="Riccati gains, else PD")
     p.add_argument("--compiled", action=argparse.BooleanOptionalAction, default=True, help="stages as C")
     p.add_argument("--plot", metavar="PATH.png", help="write the base velocity, height, foot forces and torques")
     p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation")

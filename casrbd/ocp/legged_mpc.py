@@ -33,7 +33,7 @@ from .solvers import solver_options
 from .terms import Cost, QuadraticBarrier, WeightedQuadratic
 
 SOLVERS = ("riccati", "fatrop")
-COLD_ITER, COLD_TOL = 50, 1e-9  # the Riccati route's first solve: Gauss-Newton steps until the largest is below
+COLD_ITER, COLD_TOL = 100, 1e-6  # the Riccati route's first solve: Gauss-Newton steps until the largest is below
 # term weights (parameters of the stages: changed without a rebuild)
 WEIGHTS = {"base_velocity": 500.0, "base_pose": 200.0, "posture": 2.0, "control": 0.05, "cone": 100.0, "swing": 2e3}
 
@@ -148,8 +148,11 @@ class GaitHorizon:
         rotations = range(len(self.gait))
         if solver == "riccati":
             self.regularisation = options.pop("regularisation", 0.0)
+            self.line_search = options.pop("line_search", False)
             if options:
-                raise ValueError(f"solver 'riccati' takes the option regularisation only, got {sorted(options)}")
+                raise ValueError(
+                    f"solver 'riccati' takes the options regularisation and line_search only, got {sorted(options)}"
+                )
             functions = [[s.function for s in self._sequence(r)] for r in rotations]
             self._rti = [RTI(f, self.terminal.function, f"{name}_{r}") for f, r in zip(functions, rotations)]
         else:
@@ -278,13 +281,12 @@ class GaitHorizon:
             rti, budget = self._rti[rotation], COLD_ITER if cold else self.max_iter
             iterations = 0
             while iterations < budget:
-                step, iterations = rti.step(x0, xs, us, p, self.regularisation), iterations + 1
+                step = rti.step(x0, xs, us, p, self.regularisation, line_search=cold or self.line_search)
+                iterations += 1
                 xs, us = step.xs, step.us
                 if step.step < COLD_TOL:
                     break
             status = "converged" if step.step < COLD_TOL else "iteration budget"
-            if cold and status != "converged":
-                raise RuntimeError(f"GaitHorizon: the first solve did not converge in {COLD_ITER} steps")
             plan = Plan(xs, us, iterations, status, step.K)
         else:
             solver = self._solvers[rotation][not cold]

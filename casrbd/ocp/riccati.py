@@ -28,6 +28,8 @@ import numpy as np
 
 from .compile import GAP_OUTPUT, negated
 
+ARMIJO_STEPS = 12  # a line search's halvings at most
+
 
 class LQ(NamedTuple):
     """The LQ model at (xs, us): per knot ``Q`` (nx x nx, N + 1 of them), ``S`` (nx x nu), ``R`` (nu x nu),
@@ -56,15 +58,26 @@ class Step(NamedTuple):
     cost: float
     gap: float
     step: float
+    alpha: float = 1.0
+
+
+class Solution(NamedTuple):
+    """``riccati``'s: the steps ``dxs``, ``dus``, du_k = ``K``_k dx_k + ``k``_k, and the multipliers ``lam``
+    (lam_0 of x_0 = x0, lam_k+1 of the dynamics of knot k: P dx + p)."""
+
+    dxs: list
+    dus: list
+    K: list
+    k: list
+    lam: list
 
 
 def riccati(lq, dx0, regularisation=0.0):
-    """The LQ model's solution from the initial deviation ``dx0``: (dxs, dus, K, k) with du_k = K_k dx_k
-    + k_k. ``regularisation``: added to Quu's diagonal where Quu is not positive definite (0: an error
-    naming the knot instead)."""
+    """The LQ model's ``Solution`` from the initial deviation ``dx0``. ``regularisation``: added to Quu's
+    diagonal where Quu is not positive definite (0: an error naming the knot instead)."""
     N = len(lq.A)
     P, p = lq.Q[N], lq.q[N]
-    Ks, ks = [None] * N, [None] * N
+    Ks, ks, Ps, ps = [None] * N, [None] * N, [None] * N + [P], [None] * N + [p]
     for k in range(N - 1, -1, -1):  # backward pass
         A, B, PA, PB = lq.A[k], lq.B[k], P @ lq.A[k], P @ lq.B[k]
         s = p + P @ lq.f[k]
@@ -74,11 +87,12 @@ def riccati(lq, dx0, regularisation=0.0):
         Ks[k], ks[k] = gains[:, :-1], gains[:, -1]
         P = Qxx + Qux.T @ Ks[k]
         P, p = 0.5 * (P + P.T), qx + Qux.T @ ks[k]
+        Ps[k], ps[k] = P, p
     dxs, dus = [np.asarray(dx0, dtype=float)], []
     for k in range(N):  # forward pass
         dus.append(Ks[k] @ dxs[k] + ks[k])
         dxs.append(lq.A[k] @ dxs[k] + lq.B[k] @ dus[k] + lq.f[k])
-    return dxs, dus, Ks, ks
+    return Solution(dxs, dus, Ks, ks, [P @ dx + p for P, p, dx in zip(Ps, ps, dxs)])
 
 
 def _positive_definite(Quu, knot, regularisation):
@@ -89,10 +103,12 @@ def _positive_definite(Quu, knot, regularisation):
     except np.linalg.LinAlgError:
         if regularisation > 0:
             return _positive_definite(Quu + regularisation * np.eye(len(Quu)), knot, 0.0)
-        smallest = np.linalg.eigvalsh(Quu)[0] if Quu.size else 0.0
+        if not np.isfinite(Quu).all():
+            raise np.linalg.LinAlgError(f"knot {knot}: the control Hessian R + B^T P B is not finite") from None
+        eig = np.linalg.eigvalsh(Quu)
         raise np.linalg.LinAlgError(
-            f"knot {knot}: the control Hessian R + B^T P B is not positive definite (smallest eigenvalue "
-            f"{smallest:.3g}); give the controls a cost or pass a regularisation"
+            f"knot {knot}: the control Hessian R + B^T P B is not positive definite (eigenvalues from "
+            f"{eig[0]:.3g} to {eig[-1]:.3g}); give the controls a cost or pass a regularisation"
         ) from None
 
 
@@ -133,7 +149,7 @@ class RTI:
         self.stages, self.terminal, self.N = stages, terminal, len(stages)
         self.nus = [f.numel_in(1) for f in stages]
         self.n_p = [f.numel_in(2) for f in [*stages, terminal]]
-        self.linearisation, self._layout = self._build(name)
+        self.linearisation, self.nominal, self._layout = self._build(name)
         # evaluated on numpy buffers of its own: no conversion of the inputs and outputs per call
         self._buffer, self._evaluate = self.linearisation.buffer()
         self._args = [np.zeros(self.linearisation.nnz_in(i)) for i in range(3)]
@@ -145,7 +161,7 @@ class RTI:
     def _build(self, name):
         nx, N = self.nx, self.N
         X, U, P = ca.MX.sym("xs", nx, N + 1), ca.MX.sym("us", sum(self.nus)), ca.MX.sym("p", sum(self.n_p))
-        hessians, outputs, layout, at_u, at_p, at = {}, [], [], 0, 0, 0
+        hessians, outputs, nominal, layout, at_u, at_p, at = {}, [], [], [], 0, 0, 0
         for k, f in enumerate([*self.stages, self.terminal]):
             nu = f.numel_in(1)
             x, u, p = X[:, k], U[at_u : at_u + nu], P[at_p : at_p + f.numel_in(2)]
@@ -153,6 +169,7 @@ class RTI:
             if f.name() not in hessians:
                 hessians[f.name()] = _derivative_source(f).reverse(1).jacobian()
             cost, x_next = f(x, u, p)[:2]
+            nominal += [cost, x_next - X[:, k + 1]] if k < N else [cost]
             seeds = {"adj_cost": 1, "adj_x_next": ca.MX.zeros(f.sparsity_out(1))}
             d = hessians[f.name()].call({"x": x, "u": u, "p": p, "out_cost": cost, "out_x_next": x_next} | seeds)
             blocks = [("cost", cost, (1,)), ("Q", d["jac_adj_x_x"], (nx, nx)), ("q", d["jac_adj_x_adj_cost"], (nx,))]
@@ -172,7 +189,15 @@ class RTI:
                 entry[key], at = (slice(at, at + size), shape), at + size
             layout.append(entry)
         F = ca.Function(name + "_linearisation", [X, U, P], [ca.vertcat(*outputs)], ["xs", "us", "p"], ["lq"])
-        return F, layout
+        costs = ca.vertcat(*nominal[::2])
+        G = ca.Function(
+            name + "_nominal",
+            [X, U, P],
+            [ca.sum1(costs), ca.vertcat(*nominal[1::2])],
+            ["xs", "us", "p"],
+            ["cost", "gaps"],
+        )
+        return F, G, layout
 
     def linearise(self, xs, us, p):
         """The LQ model at the states ``xs`` (N + 1 x nx), controls ``us`` (N rows, or their concatenation)
@@ -209,18 +234,34 @@ class RTI:
             raise ValueError(f"p: expected {sum(self.n_p)} numbers (every knot's parameters), got {p.size}")
         return xs, us, p
 
-    def step(self, x0, xs, us, p, regularisation=0.0):
-        """One Gauss-Newton step from (``xs``, ``us``) with x_0 fixed to ``x0``: a full Newton step on the LQ
-        model (no line search: real-time iteration). ``regularisation``: ``riccati``'s."""
+    def step(self, x0, xs, us, p, regularisation=0.0, line_search=False):
+        """One Gauss-Newton step from (``xs``, ``us``) towards x_0 = ``x0``: the LQ model's solution, whole
+        (real-time iteration), or with ``line_search`` its largest fraction 2^-i that decreases the l1
+        merit cost + mu (|x_0 - x0| + sum |x_next_k - x_k+1|) enough (Armijo; mu above the multipliers),
+        which a problem whose full steps cycle needs. ``regularisation``: ``riccati``'s."""
         x0 = np.asarray(x0, dtype=float).ravel()
         if x0.size != self.nx:
             raise ValueError(f"x0: expected {self.nx} numbers, got {x0.size}")
         lq = self.linearise(xs, us, p)
-        xs = np.asarray(xs, dtype=float)
-        dxs, dus, Ks, _ = riccati(lq, x0 - xs[0], regularisation)
-        us = [np.ravel(u) for u in us]
-        new_us = [u + du for u, du in zip(us, dus)]
+        xs, us = np.asarray(xs, dtype=float), np.concatenate([np.ravel(u) for u in us]) if len(us) else np.zeros(0)
+        sol = riccati(lq, x0 - xs[0], regularisation)
+        dxs, dus = np.array(sol.dxs), np.concatenate(sol.dus)
         gap = max((np.abs(f).max() for f in lq.f if f.size), default=0.0)
-        largest = max(np.abs(np.concatenate([*dxs, *dus])).max(), 0.0)
-        K = np.array(Ks) if len(set(self.nus)) == 1 else Ks
-        return Step(xs + np.array(dxs), np.array(new_us), K, lq.cost, gap, largest)
+        alpha = 1.0
+        if line_search:
+            mu = 1.0 + 2.0 * max(np.abs(lam).max() for lam in sol.lam)
+            infeasibility = np.abs(xs[0] - x0).sum() + sum(np.abs(f).sum() for f in lq.f)
+            slope = sum(q @ dx for q, dx in zip(lq.q, dxs)) + sum(r @ du for r, du in zip(lq.r, sol.dus))
+            slope -= mu * infeasibility
+            for _ in range(ARMIJO_STEPS):
+                cost, gaps = self.nominal((xs + alpha * dxs).T, us + alpha * dus, p)
+                merit = float(cost) + mu * (np.abs((1 - alpha) * (xs[0] - x0)).sum() + np.abs(gaps.full()).sum())
+                if merit <= lq.cost + mu * infeasibility + 1e-4 * alpha * slope:
+                    break
+                alpha /= 2
+        largest = alpha * max(np.abs(dxs).max(), np.abs(dus).max(initial=0.0))
+        K = np.array(sol.K) if len(set(self.nus)) == 1 else sol.K
+        new_us = np.split(us + alpha * dus, np.cumsum(self.nus)[:-1])
+        return Step(
+            xs + alpha * dxs, np.array(new_us) if len(set(self.nus)) == 1 else new_us, K, lq.cost, gap, largest, alpha
+        )

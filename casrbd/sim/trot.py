@@ -57,14 +57,15 @@ def run(
     model=None,
     swing=8,
     solver="riccati",
-    gains=True,
+    gains=False,
 ):
     """The closed loop of ``robot`` (a name of ``ROBOTS``) trotting at ``velocity`` (m/s) and ``yaw_rate``
     (rad/s) for ``duration`` s, the controller at ``rate`` Hz (``nodes`` knots of ``DT``, ``swing`` knots a
     swing, ``solver`` and ``compiled``: ``GaitHorizon``'s; ``gains``: the Riccati gains as the feedback law,
-    else the joint PD), ``model`` the controller's (default the plant's), pushes of ``push`` N s
-    (``pushes`` of ``seed``). Returns a dict with the model, feet, q0, the plant's ``record``, the plans,
-    the pushes and the velocity reference ``v``."""
+    else the joint PD: applied at the plant's 1 kHz, the gains' feedback on the velocities is unstable),
+    ``model`` the controller's (default the plant's), pushes of ``push`` N s (``pushes`` of ``seed``).
+    Returns a dict with the model, feet, q0, the plant's ``record``, the plans, the pushes and the velocity
+    reference ``v``."""
     if robot not in ROBOTS:
         raise ValueError(f"robot must be one of {sorted(ROBOTS)}, got {robot!r}")
     r = ROBOTS[robot]

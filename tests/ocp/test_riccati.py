@@ -79,7 +79,7 @@ def test_one_step_is_the_solution_of_the_lq_subproblems_kkt_system():
     x0, xs, us, p = point()
     rti = RTI(*stages())
     lq = rti.linearise(xs, us, p)
-    dxs, dus, _, _ = riccati(lq, x0 - xs[0])
+    dxs, dus = riccati(lq, x0 - xs[0])[:2]
     ref_x, ref_u = lq_reference(x0, xs, us, p)
     np.testing.assert_allclose(np.array(dxs), np.array(ref_x), rtol=0, atol=1e-10)
     np.testing.assert_allclose(np.array(dus), np.array(ref_u), rtol=0, atol=1e-10)
