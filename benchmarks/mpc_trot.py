@@ -4,6 +4,8 @@ seeds.
 
 python -m benchmarks.mpc_trot [--seeds 20] [--duration 10] [--push 0.5] [--solver riccati|fatrop] [--gains]
     [--robot solo12|go2]
+python -m benchmarks.mpc_trot --updates 200 [--nodes 16]: the update CPU times of both solvers, open loop,
+    in turn on the same measured states (no plant), median and p99 and their ratio
 
 Writes benchmarks/results/mpc_trot[_<robot>][_<solver>][_gains].md: per seed (the pushes' times and
 directions), whether the robot fell, the velocity tracking error, the mean speed, the foot slip and the warm
@@ -17,13 +19,39 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from casrbd.ocp.legged_mpc import SOLVERS  # noqa: E402
+import casrbd  # noqa: E402
+from casrbd.ocp.legged_mpc import SOLVERS, GaitHorizon, trot_gait  # noqa: E402
 from casrbd.sim import trot  # noqa: E402
 
 from .mpc import RESULTS, SHARED, environment  # noqa: E402
+
+
+def updates(count, nodes, robot):
+    """The CPU times (s) of ``count`` warm updates of each solver, in turn, from the standing state with
+    noise on the joints and velocities, the clock moving half a knot between updates."""
+    r = trot.ROBOTS[robot]
+    model, feet = casrbd.load_robot(robot), [f for pair in r.pairs for f in pair]
+    q0 = np.r_[0, 0, 0, 0, 0, 0, 1, r.legs]
+    q0[2] = r.radius - min(casrbd.frame_placement(model, q0, f)[2, 3] for f in feet)
+    x0, gait = np.r_[q0, np.zeros(model.nv)], trot_gait(r.pairs, 8)
+    options = {"base": r.base, "nodes": nodes, "dt": trot.DT, "foot_height": r.radius, "compiled": True} | r.options
+    horizons = {s: GaitHorizon(model, q0, gait, feet, solver=s, **options) for s in SOLVERS}
+    times, rng = {s: [] for s in SOLVERS}, np.random.default_rng(0)
+    noise = np.r_[np.zeros(7), np.ones(model.nq - 7), np.ones(model.nv)]
+    for h in horizons.values():
+        h.solve(x0)
+    for _ in range(count):
+        x = x0 + 1e-3 * rng.standard_normal(x0.size) * noise
+        for s, h in horizons.items():
+            h.shift(0.5)
+            start = time.process_time()
+            h.solve(x)
+            times[s].append(time.process_time() - start)
+    return {s: np.array(t) for s, t in times.items()}
 
 
 def main(argv=None):
@@ -35,7 +63,17 @@ def main(argv=None):
     p.add_argument("--solver", choices=SOLVERS, default="riccati", help="the horizon's solver (default riccati)")
     p.add_argument("--gains", action="store_true", help="the Riccati gains as the feedback law (default joint PD)")
     p.add_argument("--robot", choices=sorted(trot.ROBOTS), default="solo12", help="the robot (default solo12)")
+    p.add_argument("--updates", type=int, help="open-loop update CPU times of both solvers instead (this many)")
     args = p.parse_args(argv)
+    if args.updates:
+        times = updates(args.updates, args.nodes, args.robot)
+        for s, t in times.items():
+            print(
+                f"{s}: {args.nodes} knots, median {1e3 * np.median(t):.2f} ms, p99 {1e3 * np.percentile(t, 99):.2f} ms"
+            )
+        ratio = np.median(times["riccati"]) / np.median(times["fatrop"])
+        print(f"median riccati / fatrop: {ratio:.2f} ({environment()})")
+        return
     rows, cpus, falls = [], [], 0
     for seed in range(args.seeds):
         options = {"robot": args.robot, "solver": args.solver, "gains": args.gains}
