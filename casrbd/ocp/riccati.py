@@ -19,6 +19,8 @@ RTI; Giftthaler et al., "A family of iterative Gauss-Newton shooting methods", 2
 
 from P_N = Q_N, p_N = q_N; the forward pass dx_0 = x0 - x_0, du_k = K_k dx_k + k_k,
 dx_k+1 = A dx_k + B du_k + f_k. K_k is the feedback gain of the LQ problem's optimal control law.
+A step takes the whole solution (real-time iteration) or, with a line search, the largest fraction of it
+that decreases an l1 merit function of the cost and the gaps enough (Nocedal and Wright, section 18.3).
 """
 
 from typing import NamedTuple
@@ -48,9 +50,10 @@ class LQ(NamedTuple):
 
 
 class Step(NamedTuple):
-    """A real-time iteration's result: states ``xs`` (N + 1 x nx), controls ``us`` (N x nu), the gains
-    ``K`` (N x nu x nx: du = K dx), the ``cost`` and the largest gap |x_next_k - x_k+1| at the point it
-    started from (``gap``), and its step's largest entry (``step``)."""
+    """A real-time iteration's result: states ``xs`` (N + 1 x nx), controls ``us`` (N x nu; lists of both
+    where the knots' nu differ), the gains ``K`` (N x nu x nx: du = K dx), the ``cost`` and the largest gap
+    |x_next_k - x_k+1| at the point it started from (``gap``), the largest entry of the step taken
+    (``step``) and its fraction of the LQ model's solution (``alpha``)."""
 
     xs: np.ndarray
     us: np.ndarray
