@@ -11,8 +11,9 @@ stops after ``max_iter`` iterations: a fixed budget, as real-time iteration does
 
 ``MPC`` is a controller for ``casrbd.sim.Plant``: at each update it shifts the
 horizon by the time since the last, solves it from the measured state and
-answers the plan's first control, held, or with PD gains a law: that control
-plus a joint PD towards the plan's state interpolated over the first interval.
+answers the plan's first control, held, or a law: that control plus the plan's
+first feedback gain (where the horizon gives gains: ``riccati.RTI``), or a joint
+PD, on the deviation from the plan's state interpolated over the first interval.
 ``reaching_horizon`` builds a fixed-base arm's problem: its tool to a target.
 """
 
