@@ -3,7 +3,7 @@ trotting at 0.3 m/s under random base pushes, MuJoCo as the plant at 1 kHz, the 
 seeds.
 
 python -m benchmarks.mpc_trot [--seeds 20] [--duration 10] [--push 0.5] [--solver riccati|fatrop] [--gains]
-    [--robot solo12|go2]
+    [--iterations 1] [--robot solo12|go2]
 python -m benchmarks.mpc_trot --updates 200 [--nodes 16]: the update CPU times of both solvers, open loop,
     in turn on the same measured states (no plant), median and p99 and their ratio
 
@@ -62,6 +62,7 @@ def main(argv=None):
     p.add_argument("--nodes", type=int, default=16, help="horizon knots of 20 ms (default 16)")
     p.add_argument("--solver", choices=SOLVERS, default="riccati", help="the horizon's solver (default riccati)")
     p.add_argument("--gains", action="store_true", help="the Riccati gains as the feedback law (default joint PD)")
+    p.add_argument("--iterations", type=int, default=1, help="solver iterations per update (default 1)")
     p.add_argument("--robot", choices=sorted(trot.ROBOTS), default="solo12", help="the robot (default solo12)")
     p.add_argument("--updates", type=int, help="open-loop update CPU times of both solvers instead (this many)")
     args = p.parse_args(argv)
@@ -76,7 +77,7 @@ def main(argv=None):
         return
     rows, cpus, falls = [], [], 0
     for seed in range(args.seeds):
-        options = {"robot": args.robot, "solver": args.solver, "gains": args.gains}
+        options = {"robot": args.robot, "solver": args.solver, "gains": args.gains, "iterations": args.iterations}
         result = trot.run(args.duration, nodes=args.nodes, push=args.push, seed=seed, **options)
         m = trot.metrics(result)
         print(f"seed {seed}:", *trot.summary(result), sep="\n  ")
@@ -97,11 +98,13 @@ def main(argv=None):
         rows.append("| " + " | ".join(str(c) for c in cells) + " |")
     every = np.concatenate(cpus)
     step = {
-        "riccati": "one warm-started Gauss-Newton step of a Riccati recursion (casrbd.ocp.riccati) per update",
-        "fatrop": "one warm-started fatrop iteration per update",
+        "riccati": "warm-started Gauss-Newton steps of a Riccati recursion (casrbd.ocp.riccati)",
+        "fatrop": "warm-started fatrop iterations",
     }[args.solver]
+    step = f"{args.iterations} {step} per update"
     law = "the recursion's feedback gains" if args.gains and args.solver == "riccati" else "joint PD"
-    flags = f" --solver {args.solver} --robot {args.robot}" + (" --gains" if args.gains else "")
+    flags = f" --solver {args.solver} --robot {args.robot} --iterations {args.iterations}"
+    flags += " --gains" if args.gains else ""
     lines = [
         f"# Whole-body MPC of {args.robot} trotting, MuJoCo as the plant",
         "",

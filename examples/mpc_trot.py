@@ -5,10 +5,11 @@ MuJoCo simulates solo12 (or ``--robot go2``) at 1 kHz on a ground plane, a spher
 ``ocp.legged_mpc.GaitHorizon``: ``--nodes`` knots of 20 ms of contact dynamics
 on a trot's contact schedule that advances with time, tracking the base
 velocity (and ``--yaw-rate``), one warm-started Gauss-Newton step of a Riccati
-recursion per update (``--solver fatrop``: one fatrop iteration; the stages
-compiled to C unless ``--no-compiled``), applied between updates with a joint
-PD around the plan (``--gains``: the recursion's feedback gains, whose velocity
-feedback the 1 kHz plant does not take: it falls). Pushes of ``--push`` N s hit the base at random times and directions
+recursion per update (``--iterations``; ``--solver fatrop``: fatrop iterations;
+the stages compiled to C unless ``--no-compiled``), applied between updates
+with a joint PD around the plan (``--gains``: the recursion's feedback gains,
+which need two steps per update: the gains of one step's plan make it fall).
+Pushes of ``--push`` N s hit the base at random times and directions
 (``--seed``). The scenario and its metrics (fall, velocity tracking, foot slip,
 update CPU times) are ``casrbd.sim.trot``'s.
 
@@ -35,13 +36,14 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0, help="the pushes' random generator seed")
     p.add_argument("--solver", choices=SOLVERS, default="riccati", help="the horizon's solver (default riccati)")
     p.add_argument("--gains", action=argparse.BooleanOptionalAction, default=False, help="Riccati gains, else PD")
+    p.add_argument("--iterations", type=int, default=1, help="solver iterations per update (default 1)")
     p.add_argument("--compiled", action=argparse.BooleanOptionalAction, default=True, help="stages as C")
     p.add_argument("--plot", metavar="PATH.png", help="write the base velocity, height, foot forces and torques")
     p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation")
     a = p.parse_args(argv)
     result = trot.run(
         a.duration, a.rate, a.nodes, a.velocity, a.yaw_rate, a.push, a.seed, a.compiled, a.robot,
-        solver=a.solver, gains=a.gains,
+        solver=a.solver, gains=a.gains, iterations=a.iterations,
     )  # fmt: skip
     print("\n".join(trot.summary(result)))
     r = result["record"]

@@ -58,11 +58,13 @@ def run(
     swing=8,
     solver="riccati",
     gains=False,
+    iterations=1,
 ):
     """The closed loop of ``robot`` (a name of ``ROBOTS``) trotting at ``velocity`` (m/s) and ``yaw_rate``
     (rad/s) for ``duration`` s, the controller at ``rate`` Hz (``nodes`` knots of ``DT``, ``swing`` knots a
-    swing, ``solver`` and ``compiled``: ``GaitHorizon``'s; ``gains``: the Riccati gains as the feedback law,
-    else the joint PD: applied at the plant's 1 kHz, the gains' feedback on the velocities is unstable),
+    swing, ``solver``, ``compiled`` and ``iterations`` (its ``max_iter``): ``GaitHorizon``'s; ``gains``: the
+    Riccati gains as the feedback law, else the joint PD: the gains of a single step's plan make the trot
+    unstable, two steps' do not),
     ``model`` the controller's (default the plant's), pushes of ``push`` N s (``pushes`` of ``seed``).
     Returns a dict with the model, feet, q0, the plant's ``record``, the plans, the pushes and the velocity
     reference ``v``."""
@@ -85,6 +87,7 @@ def run(
         foot_height=r.radius,
         compiled=compiled,
         solver=solver,
+        max_iter=iterations,
         **r.options,
     )
     mpc = MPC(horizon, DT, r.kp, r.kd, (slice(7, None), slice(6, None)), gains=gains)
