@@ -1,12 +1,16 @@
-"""Closed-loop trotting MPC benchmark: examples/mpc_trot.py (solo12 trotting at 0.3 m/s under random base
-pushes, MuJoCo as the plant at 1 kHz, the controller at 100 Hz) over seeds.
+"""Closed-loop trotting MPC benchmark: ``casrbd.sim.trot`` (examples/mpc_trot.py's scenario: solo12 or go2
+trotting at 0.3 m/s under random base pushes, MuJoCo as the plant at 1 kHz, the controller at 100 Hz) over
+seeds.
 
-python -m benchmarks.mpc_trot [--seeds 20] [--duration 10] [--push 0.5]
+python -m benchmarks.mpc_trot [--seeds 20] [--duration 10] [--push 0.5] [--solver riccati|fatrop] [--gains]
+    [--iterations 1] [--robot solo12|go2]
+python -m benchmarks.mpc_trot --updates 200 [--nodes 16]: the update CPU times of both solvers, open loop,
+    in turn on the same measured states (no plant), median and p99 and their ratio
 
-Writes benchmarks/results/mpc_trot.md: per seed (the pushes' times and directions), whether the robot
-fell, the velocity tracking error, the mean speed, the foot slip and the warm updates' CPU times
-(``time.process_time``, one thread); then the CPU times over all seeds. The stage libraries are compiled
-once and cached (``casrbd.codegen``); each run builds the horizon's NLPs again.
+Writes benchmarks/results/mpc_trot[_<robot>][_<solver>][_gains].md: per seed (the pushes' times and
+directions), whether the robot fell, the velocity tracking error, the mean speed, the foot slip and the warm
+updates' CPU times (``time.process_time``, one thread); then the CPU times over all seeds. The stage
+libraries are compiled once and cached (``casrbd.codegen``); each run builds the horizon again.
 """
 
 import os
@@ -15,21 +19,39 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import sys  # noqa: E402
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from .mpc import RESULTS, ROOT, SHARED, environment  # noqa: E402
+import casrbd  # noqa: E402
+from casrbd.ocp.legged_mpc import SOLVERS, GaitHorizon, trot_gait  # noqa: E402
+from casrbd.sim import trot  # noqa: E402
+
+from .mpc import RESULTS, SHARED, environment  # noqa: E402
 
 
-def example():
-    """examples/mpc_trot.py as a module (its folder on the path, for ``common``)."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    spec = importlib.util.spec_from_file_location("mpc_trot", ROOT / "examples" / "mpc_trot.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def updates(count, nodes, robot):
+    """The CPU times (s) of ``count`` warm updates of each solver, in turn, from the standing state with
+    noise on the joints and velocities, the clock moving half a knot between updates."""
+    r = trot.ROBOTS[robot]
+    model, feet = casrbd.load_robot(robot), [f for pair in r.pairs for f in pair]
+    q0 = np.r_[0, 0, 0, 0, 0, 0, 1, r.legs]
+    q0[2] = r.radius - min(casrbd.frame_placement(model, q0, f)[2, 3] for f in feet)
+    x0, gait = np.r_[q0, np.zeros(model.nv)], trot_gait(r.pairs, 8)
+    options = {"base": r.base, "nodes": nodes, "dt": trot.DT, "foot_height": r.radius, "compiled": True} | r.options
+    horizons = {s: GaitHorizon(model, q0, gait, feet, solver=s, **options) for s in SOLVERS}
+    times, rng = {s: [] for s in SOLVERS}, np.random.default_rng(0)
+    noise = np.r_[np.zeros(7), np.ones(model.nq - 7), np.ones(model.nv)]
+    for h in horizons.values():
+        h.solve(x0)
+    for _ in range(count):
+        x = x0 + 1e-3 * rng.standard_normal(x0.size) * noise
+        for s, h in horizons.items():
+            h.shift(0.5)
+            start = time.process_time()
+            h.solve(x)
+            times[s].append(time.process_time() - start)
+    return {s: np.array(t) for s, t in times.items()}
 
 
 def main(argv=None):
@@ -38,12 +60,27 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=10.0, help="simulated seconds per run (default 10)")
     p.add_argument("--push", type=float, default=0.5, help="push impulses, N s (default 0.5)")
     p.add_argument("--nodes", type=int, default=16, help="horizon knots of 20 ms (default 16)")
+    p.add_argument("--solver", choices=SOLVERS, default="riccati", help="the horizon's solver (default riccati)")
+    p.add_argument("--gains", action="store_true", help="the Riccati gains as the feedback law (default joint PD)")
+    p.add_argument("--iterations", type=int, default=1, help="solver iterations per update (default 1)")
+    p.add_argument("--robot", choices=sorted(trot.ROBOTS), default="solo12", help="the robot (default solo12)")
+    p.add_argument("--updates", type=int, help="open-loop update CPU times of both solvers instead (this many)")
     args = p.parse_args(argv)
-    module, rows, cpus, falls = example(), [], [], 0
+    if args.updates:
+        times = updates(args.updates, args.nodes, args.robot)
+        for s, t in times.items():
+            print(
+                f"{s}: {args.nodes} knots, median {1e3 * np.median(t):.2f} ms, p99 {1e3 * np.percentile(t, 99):.2f} ms"
+            )
+        ratio = np.median(times["riccati"]) / np.median(times["fatrop"])
+        print(f"median riccati / fatrop: {ratio:.2f} ({environment()})")
+        return
+    rows, cpus, falls = [], [], 0
     for seed in range(args.seeds):
-        result = module.run(args.duration, nodes=args.nodes, push=args.push, seed=seed)
-        m = module.metrics(result)
-        print(f"seed {seed}:", *module.summary(result), sep="\n  ")
+        options = {"robot": args.robot, "solver": args.solver, "gains": args.gains, "iterations": args.iterations}
+        result = trot.run(args.duration, nodes=args.nodes, push=args.push, seed=seed, **options)
+        m = trot.metrics(result)
+        print(f"seed {seed}:", *trot.summary(result), sep="\n  ")
         cpu = 1e3 * m["cpu"]
         cpus.append(cpu)
         falls += m["fell"]
@@ -60,15 +97,23 @@ def main(argv=None):
         ]
         rows.append("| " + " | ".join(str(c) for c in cells) + " |")
     every = np.concatenate(cpus)
+    step = {
+        "riccati": "warm-started Gauss-Newton steps of a Riccati recursion (casrbd.ocp.riccati)",
+        "fatrop": "warm-started fatrop iterations",
+    }[args.solver]
+    step = f"{args.iterations} {step} per update"
+    law = "the recursion's feedback gains" if args.gains and args.solver == "riccati" else "joint PD"
+    flags = f" --solver {args.solver} --robot {args.robot} --iterations {args.iterations}"
+    flags += " --gains" if args.gains else ""
     lines = [
-        "# Whole-body MPC of solo12 trotting, MuJoCo as the plant",
+        f"# Whole-body MPC of {args.robot} trotting, MuJoCo as the plant",
         "",
         f"`python -m benchmarks.mpc_trot --seeds {args.seeds} --duration {args.duration} --push {args.push} "
-        f"--nodes {args.nodes}` ({environment()}).",
+        f"--nodes {args.nodes}{flags}` ({environment()}).",
         "",
-        f"examples/mpc_trot.py: MuJoCo at 1 kHz, the controller at 100 Hz; horizon {args.nodes} knots of 20 ms of",
+        f"casrbd.sim.trot: MuJoCo at 1 kHz, the controller at 100 Hz; horizon {args.nodes} knots of 20 ms of",
         "contact dynamics on a trot (8 swing knots, 1 double support knot per half period), Gauss-Newton stages",
-        "compiled to C, one warm-started fatrop iteration per update, joint PD around the plan between updates;",
+        f"compiled to C, {step}, {law} around the plan between updates;",
         f"velocity reference 0.3 m/s; one horizontal push of {args.push} N s a second (random time and direction).",
         "Speed: mean forward speed (local x) after the first second; velocity error: RMS of the base's (x, y) velocity",
         "(local axes) minus the reference after the first second, m/s; slip: the feet's median horizontal speed",
@@ -84,9 +129,11 @@ def main(argv=None):
         *rows,
         "",
     ]
+    name = "mpc_trot" + ("" if args.robot == "solo12" else f"_{args.robot}")
+    name += ("" if args.solver == "riccati" else f"_{args.solver}") + ("_gains" if args.gains else "")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "mpc_trot.md").write_text("\n".join(lines))
-    print(f"wrote {RESULTS / 'mpc_trot.md'}")
+    (RESULTS / f"{name}.md").write_text("\n".join(lines))
+    print(f"wrote {RESULTS / f'{name}.md'}")
 
 
 if __name__ == "__main__":

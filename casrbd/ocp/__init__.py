@@ -39,6 +39,7 @@ from .residuals import (
     State,
     WrenchCone,
 )
+from .riccati import LQ, RTI, riccati
 from .solvers import HESSIANS, SOLVERS, STAT_FIELDS, SolveError, format_stats, solve, solver_options
 from .stages import SX_PRODUCTS_MAX, gauss_newton, gauss_newton_stage, sx_second_order
 from .stagewise import MAX_GRADIENT, MAX_SCALE, WARN_STAGES, Stagewise, UncompiledStagesWarning
@@ -63,6 +64,9 @@ __all__ = [
     "HESSIAN_MODELS",
     "Problem",
     "Solution",
+    "LQ",
+    "RTI",
+    "riccati",
     "CoMPosition",
     "CoMVelocity",
     "Constraint",

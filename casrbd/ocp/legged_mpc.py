@@ -8,10 +8,15 @@ velocity, base pose, swing-foot targets, control) and weight is a parameter of i
 phase and targets change by parameters only. The horizon over ``nodes`` knots at clock c (in knots)
 takes the contact sets of the gait from round(c) on: the stage sequence is the period's rotated, and
 the NLP of each of the period's rotations is built once (``nlpsol``, the stage Functions shared) at
-construction. Each ``solve`` starts from the last plan shifted in time (states and controls interpolated;
-fatrop takes no multipliers through casadi, nor exposes its Riccati gains) and stops after ``max_iter``
-iterations: real-time iteration. It has ``Horizon``'s interface, so ``mpc.MPC`` drives it, with a joint PD
-around the plan as its feedback law.
+construction. Each ``solve`` starts from the last plan shifted in time (states and controls interpolated)
+and stops after ``max_iter`` iterations: real-time iteration. ``solver="riccati"`` (``riccati.RTI``):
+Gauss-Newton steps of a Riccati recursion from one linearisation of all knots (a Function per rotation),
+with the recursion's feedback gains in the plan; "fatrop": fatrop through ``nlpsol`` (one NLP per
+rotation, expanded; casadi passes fatrop no multipliers, nor exposes its gains). The state x = [q; v]
+holds the base's quaternion as 4 numbers, a vector to both solvers: the stages see q / |q| only (their
+``integrate`` and rotation matrices normalise it), so its norm is a null direction of the cost, of A and
+of the gains, and x_1..x_N come out of ``integrate`` of unit norm. It has ``Horizon``'s
+interface, so ``mpc.MPC`` drives it, with the gains (or a joint PD) around the plan as its feedback law.
 """
 
 import casadi as ca
@@ -23,9 +28,12 @@ from .legged import quasi_static
 from .mpc import Plan
 from .problem import Problem
 from .residuals import Control, FramePlacement, FrameTranslation, FrameVelocity, FrictionCone, State
+from .riccati import RTI
 from .solvers import solver_options
 from .terms import Cost, QuadraticBarrier, WeightedQuadratic
 
+SOLVERS = ("riccati", "fatrop")
+COLD_ITER, COLD_TOL = 100, 1e-6  # the Riccati route's first solve: Gauss-Newton steps until the largest is below
 # term weights (parameters of the stages: changed without a rebuild)
 WEIGHTS = {"base_velocity": 500.0, "base_pose": 200.0, "posture": 2.0, "control": 0.05, "cone": 100.0, "swing": 2e3}
 
@@ -53,9 +61,9 @@ def _swing_phases(gait, feet):
     return out
 
 
-def _rz(yaw):
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+def _yaw(x):
+    qx, qy, qz, qw = x[3:7]
+    return np.arctan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
 
 
 class GaitHorizon:
@@ -64,8 +72,8 @@ class GaitHorizon:
     heading, m/s) and ``yaw_rate`` (rad/s), from the standing configuration ``q_standing`` (feet on the
     ground: their frames at ``foot_height``), lifting each swing foot to ``height``. ``weights``: the
     terms' (``WEIGHTS``); ``mu``, ``kd``: friction and Baumgarte gain of the contacts; ``compiled``,
-    ``flags``, ``name``: ``Problem``'s; ``max_iter``: fatrop's budget of a warm solve; ``options``: fatrop's
-    own (``solver_options``)."""
+    ``flags``, ``name``: ``Problem``'s; ``solver``: ``SOLVERS``; ``max_iter``: the iterations of a warm
+    solve; ``options``: fatrop's own (``solver_options``), or the Riccati recursion's ``regularisation``."""
 
     def __init__(
         self,
@@ -87,8 +95,11 @@ class GaitHorizon:
         flags=None,
         name="legged_mpc",
         max_iter=1,
+        solver="riccati",
         **options,
     ):
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
         unknown = sorted({f for s in gait for f in s} - set(feet))
         if unknown:
             raise ValueError(f"gait: feet {unknown} are not among feet {list(feet)}")
@@ -133,8 +144,19 @@ class GaitHorizon:
         self.phases = _swing_phases(self.gait, feet)
         self._offsets = {id(st): self._slices(st) for st, _ in self.stages.values()}
         self._offsets[id(self.terminal)] = self._slices(self.terminal)
-        expand = bool(compiled)
-        self._solvers = [self._nlpsol(r, expand, max_iter, options) for r in range(len(self.gait))]
+        self.solver, self.max_iter, self._templates = solver, max_iter, {}
+        rotations = range(len(self.gait))
+        if solver == "riccati":
+            self.regularisation = options.pop("regularisation", 0.0)
+            self.line_search = options.pop("line_search", False)
+            if options:
+                raise ValueError(
+                    f"solver 'riccati' takes the options regularisation and line_search only, got {sorted(options)}"
+                )
+            functions = [[s.function for s in self._sequence(r)] for r in rotations]
+            self._rti = [RTI(f, self.terminal.function, f"{name}_{r}") for f, r in zip(functions, rotations)]
+        else:
+            self._solvers = [self._nlpsol(r, bool(compiled), max_iter, options) for r in rotations]
         self.clock, self.yaw_ref, self._last = 0.0, None, None
 
     @staticmethod
@@ -172,19 +194,46 @@ class GaitHorizon:
         ``velocity``; the swing feet at a sine of height over their progress towards their touchdown point
         (their standing offset under the base then, plus half a stance's travel)."""
         rotation = int(np.floor(self.clock + 0.5)) % len(self.gait)
+        p, pose, swing = self._template(rotation)
+        p = p.copy()
+        v, n, dt = np.r_[self.velocity, 0.0], self.nodes, self.dt
+        yaws = (_yaw(x0) if self.yaw_ref is None else self.yaw_ref) + dt * self.yaw_rate * np.arange(n + 1)
+        c, s = np.cos(yaws), np.sin(yaws)
+        steps = dt * np.c_[c * v[0] - s * v[1], s * v[0] + c * v[1], np.zeros(n + 1)]
+        positions = np.r_[x0[0], x0[1], self.z_base] + np.r_[np.zeros((1, 3)), np.cumsum(steps[:-1], axis=0)]
+        zero, one = np.zeros(n + 1), np.ones(n + 1)
+        p[pose] = np.c_[positions, c, s, zero, -s, c, zero, zero, zero, one]  # [p; vec(Rz(yaw))]
+        if swing is not None:
+            index, kt, offsets, heights = swing
+            stance_time = dt * sum(1 for st in self.gait if self.feet[0] in st) / 2
+            local = offsets + stance_time / 2 * v
+            ck, sk = c[kt], s[kt]
+            p[index[:, 0]] = positions[kt, 0] + ck * local[:, 0] - sk * local[:, 1]
+            p[index[:, 1]] = positions[kt, 1] + sk * local[:, 0] + ck * local[:, 1]
+            p[index[:, 2]] = heights
+        return rotation, p
+
+    def _template(self, rotation):
+        """The p of a rotation without the base poses and swing targets (references and weights that the
+        clock does not move), the base poses' indices in it (nodes + 1 x 12) and the swing targets' (indices
+        (m x 3), knot of touchdown, standing offsets, heights), cached by the weights and velocities."""
+        key = (
+            rotation,
+            tuple(self.weights.items()),
+            tuple(self.velocity),
+            self.yaw_rate,
+            self.height,
+            self.foot_height,
+        )
+        if key in self._templates:
+            return self._templates[key]
         stages = self._sequence(rotation) + [self.terminal]
-        w, v, position = self.weights, np.r_[self.velocity, 0.0], np.r_[x0[:2], self.z_base]
-        stance_time = self.dt * sum(1 for s in self.gait if self.feet[0] in s) / 2
-        p, yaw, positions, yaws = [], self.yaw_ref, [], []
-        for _ in range(self.nodes + 1):
-            positions.append(position.copy()), yaws.append(yaw)
-            position = position + self.dt * (_rz(yaw) @ v)
-            yaw += self.dt * self.yaw_rate
+        w, p, pose, swing, at_p = self.weights, [], [], [], 0
         for k, stage in enumerate(stages):
             gait_k = (rotation + k) % len(self.gait)
             at, pk = self._offsets[id(stage)], np.zeros(stage.function.numel_in(2))
             pk[at["base_velocity"][0]] = np.r_[self.velocity, 0, 0, 0, self.yaw_rate]
-            pk[at["base_pose"][0]] = np.r_[positions[k], _rz(yaws[k]).ravel(order="F")]
+            pose.append(at_p + np.arange(pk.size)[at["base_pose"][0]])
             for name in ("base_velocity", "base_pose", "posture"):
                 pk[at[name][1]] = w[name]
             if k < self.nodes:
@@ -193,12 +242,15 @@ class GaitHorizon:
                 for f in stance:
                     pk[at[f"cone_{f}"][1]] = w["cone"]
                 for f, (s, to_go) in self.phases[gait_k].items():
-                    kt = min(k + to_go, self.nodes)
-                    touchdown = positions[kt] + _rz(yaws[kt]) @ (self.offsets[f] + stance_time / 2 * v)
-                    target = np.r_[touchdown[:2], self.foot_height + self.height * np.sin(np.pi * s)]
-                    pk[at[f"swing_{f}"][0]], pk[at[f"swing_{f}"][1]] = target, w["swing"]
+                    pk[at[f"swing_{f}"][1]] = w["swing"]
+                    height = self.foot_height + self.height * np.sin(np.pi * s)
+                    index = at_p + np.arange(pk.size)[at[f"swing_{f}"][0]]
+                    swing.append((index, min(k + to_go, self.nodes), self.offsets[f], height))
             p.append(pk)
-        return rotation, np.concatenate(p)
+            at_p += pk.size
+        swing = [np.array(column) for column in zip(*swing)] if swing else None
+        self._templates[key] = np.concatenate(p), np.array(pose), swing
+        return self._templates[key]
 
     def _guess(self, x0):
         """The last plan moved to the clock now (interpolated in time, the ends held), or x0 held."""
@@ -208,7 +260,10 @@ class GaitHorizon:
         k = np.arange(self.nodes + 1) + self.clock - clock
 
         def at(rows, times):
-            return np.array([np.interp(times, np.arange(len(rows)), col) for col in rows.T]).T
+            times = np.clip(times, 0, len(rows) - 1)
+            i = np.minimum(np.floor(times).astype(int), len(rows) - 2)
+            s = (times - i)[:, None]
+            return (1 - s) * rows[i] + s * rows[i + 1]
 
         return at(xs, k), at(us, np.minimum(k[:-1], self.nodes - 1))
 
@@ -218,20 +273,36 @@ class GaitHorizon:
         if x0.size != self.nx:
             raise ValueError(f"x0: expected {self.nx} numbers, got {x0.size}")
         if self.yaw_ref is None:
-            qx, qy, qz, qw = x0[3:7]
-            self.yaw_ref = np.arctan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+            self.yaw_ref = _yaw(x0)
         rotation, p = self.parameters(x0)
         xs, us = self._guess(x0)
-        solver = self._solvers[rotation][self._last is not None]
-        w0 = np.r_[np.c_[xs[:-1], us].ravel(), xs[-1]]
-        result = solver(x0=w0, p=np.r_[x0, p], lbg=0.0, ubg=0.0)
-        w = np.asarray(result["x"]).ravel()
-        n = self.nx + self.nu
-        rows = w[: n * self.nodes].reshape(self.nodes, n)
-        xs, us = np.vstack([rows[:, : self.nx], w[n * self.nodes :]]), rows[:, self.nx :]
-        self._last = (xs, us, self.clock)
-        stats = solver.stats()
-        return Plan(xs, us, stats["iter_count"], stats["return_status"])
+        cold = self._last is None
+        if self.solver == "riccati":
+            rti, budget = self._rti[rotation], COLD_ITER if cold else self.max_iter
+            iterations = 0
+            while iterations < budget:
+                step = rti.step(x0, xs, us, p, self.regularisation, line_search=cold or self.line_search)
+                iterations += 1
+                xs, us = step.xs, step.us
+                if step.step < COLD_TOL:
+                    break
+            status = "converged" if step.step < COLD_TOL else "iteration budget"
+            plan = Plan(xs, us, iterations, status, step.K)
+        else:
+            solver = self._solvers[rotation][not cold]
+            w0 = np.r_[np.c_[xs[:-1], us].ravel(), xs[-1]]
+            w = np.asarray(solver(x0=w0, p=np.r_[x0, p], lbg=0.0, ubg=0.0)["x"]).ravel()
+            n = self.nx + self.nu
+            rows = w[: n * self.nodes].reshape(self.nodes, n)
+            stats = solver.stats()
+            plan = Plan(
+                np.vstack([rows[:, : self.nx], w[n * self.nodes :]]),
+                rows[:, self.nx :],
+                stats["iter_count"],
+                stats["return_status"],
+            )
+        self._last = (plan.xs, plan.us, self.clock)
+        return plan
 
     def shift(self, fraction):
         """Advances the clock (the gait's phase and the references) by ``fraction`` of a knot."""

@@ -11,8 +11,9 @@ stops after ``max_iter`` iterations: a fixed budget, as real-time iteration does
 
 ``MPC`` is a controller for ``casrbd.sim.Plant``: at each update it shifts the
 horizon by the time since the last, solves it from the measured state and
-answers the plan's first control, held, or with PD gains a law: that control
-plus a joint PD towards the plan's state interpolated over the first interval.
+answers the plan's first control, held, or a law: that control plus the plan's
+first feedback gain (where the horizon gives gains: ``riccati.RTI``), or a joint
+PD, on the deviation from the plan's state interpolated over the first interval.
 ``reaching_horizon`` builds a fixed-base arm's problem: its tool to a target.
 """
 
@@ -29,12 +30,14 @@ from .transcription import forward_dynamics_ode, rk4
 
 
 class Plan(NamedTuple):
-    """A horizon's solution: states (nodes + 1 x nx), controls (nodes x nu), IPOPT's iterations and status."""
+    """A horizon's solution: states (nodes + 1 x nx), controls (nodes x nu), the solver's iterations and
+    status, and where the solver gives them the feedback gains (nodes x nu x nx: du_k = K_k dx_k)."""
 
     xs: np.ndarray
     us: np.ndarray
     iterations: int
     status: str
+    gains: object = None
 
 
 class Horizon:
@@ -161,41 +164,45 @@ class Horizon:
 
 
 class FeedbackLaw(NamedTuple):
-    """u + kp (q_ref(t) - q)[iq] + kd (v_ref(t) - v)[iv], [q_ref; v_ref] going from ``x_from`` at ``t0`` to
-    ``x_to`` at ``t0 + dt`` (then held): the first interval of a plan, with PD gains around it on the
-    actuated joints (``iq``, ``iv``: their coordinates and velocities, of one dof each; default all)."""
+    """u + kp (q_ref(t) - q)[iq] + kd (v_ref(t) - v)[iv] + K ([q; v] - x_ref(t)), x_ref = [q_ref; v_ref]
+    going from ``x_from`` at ``t0`` to ``x_to`` at ``t0 + dt`` (then held): the first interval of a plan,
+    with PD gains around it on the actuated joints (``iq``, ``iv``: their coordinates and velocities, of
+    one dof each; default all; None: no PD) and/or the state feedback gain ``K`` (nu x nx; None: none)."""
 
     t0: float
     dt: float
     u: np.ndarray
     x_from: np.ndarray
     x_to: np.ndarray
-    kp: np.ndarray
-    kd: np.ndarray
+    kp: object = None
+    kd: object = None
     iq: object = slice(None)
     iv: object = slice(None)
+    K: object = None
 
     def __call__(self, t, q, v):
         s = min(max((t - self.t0) / self.dt, 0.0), 1.0)
         x_ref = (1 - s) * self.x_from + s * self.x_to
         q_ref, v_ref = x_ref[: len(q)], x_ref[len(q) :]
-        return self.u + self.kp * (q_ref - q)[self.iq] + self.kd * (v_ref - v)[self.iv]
+        u = self.u if self.kp is None else self.u + self.kp * (q_ref - q)[self.iq] + self.kd * (v_ref - v)[self.iv]
+        return u if self.K is None else u + self.K @ (np.r_[q, v] - x_ref)
 
 
 class MPC:
     """A receding-horizon controller ``mpc(t, q, v)`` of a ``Horizon`` (or any object with ``solve(x0)``
     returning a ``Plan``, ``shift(fraction)`` and ``reset()``) whose state is [q; v] and intervals ``dt``
-    long. Answers the plan's first control (held), or a ``FeedbackLaw`` with joint gains ``kp``, ``kd``
-    (numbers or one per joint) on the ``joints`` (q indices, v indices) of the controls (default all).
-    Keeps every ``Plan`` in ``plans``."""
+    long. Answers a ``FeedbackLaw``: with ``gains`` and a plan that has them, its first gain around the
+    plan (u_0 + K_0 (x - x_ref(t))); else with joint gains ``kp``, ``kd`` (numbers or one per joint) on
+    the ``joints`` (q indices, v indices) of the controls (default all); without either, the plan's first
+    control (held). Keeps every ``Plan`` in ``plans``."""
 
-    def __init__(self, horizon, dt, kp=None, kd=None, joints=(slice(None), slice(None))):
+    def __init__(self, horizon, dt, kp=None, kd=None, joints=(slice(None), slice(None)), gains=True):
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt!r}")
         if (kp is None) != (kd is None):
             raise ValueError("give both kp and kd, or neither")
         self.horizon, self.dt, self.kp, self.kd, self.joints = horizon, dt, kp, kd, joints
-        self.plans, self._t = [], None
+        self.gains, self.plans, self._t = gains, [], None
 
     def __call__(self, t, q, v):
         if self._t is not None:
@@ -204,6 +211,8 @@ class MPC:
         x = np.r_[q, v]
         plan = self.horizon.solve(x)
         self.plans.append(plan)
+        if self.gains and plan.gains is not None:
+            return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], K=plan.gains[0])
         if self.kp is None:
             return plan.us[0]
         return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], self.kp, self.kd, *self.joints)
