@@ -2,10 +2,9 @@
 the robot stays up and walks forward near its velocity reference, and the same check fails with a
 controller whose model has every mass three times the plant's (so it catches a broken controller)."""
 
-import runpy
-
 import pytest
-from sim_robots import EXAMPLES, load, load_arm
+from example_runner import example as load_example
+from sim_robots import load
 
 import casrbd
 from casrbd.sim import scaled_masses
@@ -16,8 +15,7 @@ SPEED = (0.1, 0.5)  # m/s: the mean forward speed after the first second, its re
 
 def trot(controller_model=None):
     load("solo12")  # skips without example-robot-data
-    load_arm()  # puts examples/ on the path
-    example = runpy.run_path(str(EXAMPLES / "mpc_trot.py"), run_name="mpc_trot")
+    example = vars(load_example("mpc_trot"))
     result = example["run"](1.5, 50, 8, push=0.0, compiled=False, model=controller_model, swing=6)
     return example["metrics"](result)
 
