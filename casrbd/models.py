@@ -8,7 +8,8 @@ path; a robot's name wins over a file of that name in the current directory
 poses of the robots whose example-robot-data package ships an SRDF
 (``EXAMPLE_SRDFS``), ``load_robot(..., rotors=True)`` its rotor armature.
 ``load_arm`` gives the arm of the reaching problems (the Panda with its fingers
-fixed, else ``arm7``) with its tool frame.
+fixed, else ``arm7``) with its tool frame; ``feet_on_ground`` sets a floating base's
+height; ``rod`` and ``point_mass`` are the inertias of hand-built models.
 ``random_tree`` builds kinematic trees of any size, branching and joint mix
 with random placements and physically valid random inertias (after
 spatial_v2's autoTree).
@@ -252,6 +253,26 @@ def load_arm(robot=None):
             for mimic in joint.findall("mimic"):
                 joint.remove(mimic)
     return load_urdf(ET.tostring(root, encoding="unicode")), ARM_TOOLS[robot]
+
+
+def feet_on_ground(model, q, feet):
+    """A copy of the floating-base configuration ``q`` raised or lowered so that the lowest of the frames
+    ``feet`` is at z = 0."""
+    from .api import frame_placement
+
+    q = np.array(q, dtype=float)
+    q[2] -= min(frame_placement(model, q, f)[2, 3] for f in feet)
+    return q
+
+
+def rod(mass, length):
+    """The inertia of a thin rod along x from its joint: com at length / 2, m l^2 / 12 about y and z."""
+    return Inertia.from_com(mass, [length / 2, 0, 0], np.diag([1e-5, 1, 1]) * mass * length**2 / 12)
+
+
+def point_mass(mass, x):
+    """The inertia of a point mass on the x axis at ``x`` from its joint."""
+    return Inertia.from_com(mass, [x, 0, 0], np.zeros((3, 3)))
 
 
 def _srdf(name, model):

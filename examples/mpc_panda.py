@@ -49,9 +49,7 @@ def main(argv=None):
     if args.plot:
         plot(result, args.plot)
     if args.html:
-        r = result["record"]
-        every = max(1, len(r.t) // 500)  # at most about 500 frames
-        common.write_html(args.html, result["model"], r.t[::every], r.q[::every], result["model"].name)
+        common.write_record_html(args.html, result["model"], result["record"], result["model"].name)
     return 0 if np.all(result["final"] < 5e-3) else 1
 
 
