@@ -91,7 +91,7 @@ def main(argv=None):
     p = common.parser(__doc__, 40, "shooting intervals", "write q, v, tau over time and PATH_snapshots.png")
     p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     robot = "panda" if result["model"].name == "panda" else None
     return common.finish(args, "arm point to point", result, plot, robot, details=(result["model"].name,))
 

@@ -6,6 +6,8 @@ folder is on the path)."""
 
 import argparse
 import inspect
+import json
+import time
 
 import numpy as np
 
@@ -69,6 +71,7 @@ def parser(doc, nodes, nodes_help, plot_help, derivatives=DERIVATIVE_FLAGS):
     p.add_argument("--plot", metavar="PATH.png", help=plot_help)
     p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    p.add_argument("--stats", metavar="PATH.json", help="write the solver statistics and wall time as JSON")
     return p
 
 
@@ -77,6 +80,20 @@ def arguments(args, function):
     passes on to the example's solve or run."""
     names = inspect.signature(function).parameters
     return {name: value for name, value in vars(args).items() if name in names}
+
+
+def call(args, function):
+    """``function`` (the example's solve or run) called with the keyword arguments it takes of the command line
+    ``args``; with --stats, writes the wall time of the call and the solver's statistics (``result["stats"]``,
+    or a closed loop's ``result["solves"]``) as JSON (what benchmarks/ocp.py reads)."""
+    start = time.perf_counter()
+    result = function(**arguments(args, function))
+    if getattr(args, "stats", None):
+        stats = {"seconds": time.perf_counter() - start}
+        stats.update({k: result[k] for k in ("stats", "solves") if k in result})
+        with open(args.stats, "w") as f:
+            json.dump(stats, f, default=lambda x: x.item() if hasattr(x, "item") else str(x))
+    return result
 
 
 def modes(args):

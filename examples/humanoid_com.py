@@ -112,7 +112,7 @@ def main(argv=None):
         __doc__, 20, "intervals over the 1.2 s motion", "write the trajectories and PATH_snapshots.png", ("jacobian",)
     )
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     residual, weight = np.abs(whole_body_residual(result)).max(), result["model"].mass * 9.81
     check = f"whole-body check: largest base wrench entry {residual:.3g} N or N m (weight {weight:.1f} N)"
     return common.finish(args, "talos weight shift", result, plot, "talos_reduced", notes=(check,))

@@ -113,7 +113,7 @@ def main(argv=None):
     p.add_argument("--jump", type=float, default=0.1, help="forward distance in m (default 0.1)")
     p.add_argument("--tau-max", type=float, default=2.5, help="joint torque limit in Nm (default 2.5)")
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     return common.finish(args, "solo12 jump", result, plot, "solo12")
 
 

@@ -113,7 +113,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=40, help="closed-loop steps (default 40)")
     p.add_argument("--dt", type=float, default=0.05, help="control interval in s (default 0.05)")
     args = p.parse_args(argv)
-    result = run(**common.arguments(args, run))
+    result = common.call(args, run)
     print(f"arm MPC ({result['model'].name}, {common.modes(args)}): {summary(result)}")
     common.outputs(args, result, plot, "panda" if result["model"].name == "panda" else None)
     return 0 if all(s["success"] for s in result["solves"]) else 1

@@ -100,7 +100,7 @@ def main(argv=None):
     p.add_argument("--tau-max", type=float, default=0.3, help="torque limit in Nm (default 0.3)")
     p.add_argument("--v-max", type=float, default=10.0, help="velocity limit in rad/s (default 10)")
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     robot = "double_pendulum" if result["model"].name == "2dof_planar" else None
     return common.finish(args, "swing-up", result, plot, robot)
 
