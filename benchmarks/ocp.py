@@ -102,7 +102,7 @@ def command(name, size, mode, compiled, stats, plot):
     jacobian, second_order = MODES[mode]
     args = [sys.executable, str(ROOT / "examples" / f"{name}.py"), "--jacobian", jacobian]
     args += [f"--{k}={v}" for k, v in size.items()]
-    if name in SECOND_ORDER:
+    if name in SECOND_ORDER and second_order:
         args += ["--second-order", second_order]
     if name == "mpc_arm":  # --[no-]compiled: its dynamics library
         args.append("--compiled" if compiled else "--no-compiled")

@@ -1,5 +1,6 @@
 """The examples and the command line run as documented."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -97,10 +98,13 @@ def test_an_ocp_example_writes_its_motion_as_html(tmp_path, capsys):
     """`--html PATH` (every optimal-control example takes it): the swing-up's motion with the double
     pendulum's meshes where example-robot-data is installed, else its stick figure."""
     swingup = example("swingup")
-    path = tmp_path / "swingup.html"
-    swingup.main(["--nodes", "12", "--html", str(path)])
+    path, stats = tmp_path / "swingup.html", tmp_path / "stats.json"
+    swingup.main(["--nodes", "12", "--html", str(path), "--stats", str(stats)])
     text = path.read_text()
     assert "wrote" in capsys.readouterr().out and '"joints":' in text and "<canvas" in text
+    # --stats (what benchmarks/ocp.py reads): the solver's statistics and the wall time around them
+    written = json.loads(stats.read_text())
+    assert written["stats"]["success"] and written["seconds"] > written["stats"]["t_total"] > 0
 
 
 # every flag of these command lines but --verbose, small sizes (the shared flags of the optimal-control
