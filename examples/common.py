@@ -129,10 +129,15 @@ def outputs(args, result, plot, robot=None):
         write_html(args.html, result["model"], result["t"], result["q"], robot)
 
 
-def write_record_html(path, model, record, robot=None):
-    """A closed loop's motion (``casrbd.sim.Record``) as ``write_html`` does, at most about 500 frames."""
-    every = max(1, len(record.t) // 500)
-    write_html(path, model, record.t[::every], record.q[::every], robot)
+def record_outputs(args, result, plot, robot=None):
+    """What --plot and --html ask for of a closed loop: ``plot(result, path)``, and the motion of
+    ``result["record"]`` (a ``casrbd.sim.Record``, at most about 500 frames) with the visuals of ``robot``."""
+    if args.plot:
+        plot(result, args.plot)
+    if args.html:
+        r = result["record"]
+        every = max(1, len(r.t) // 500)
+        write_html(args.html, result["model"], r.t[::every], r.q[::every], robot)
 
 
 def write_html(path, model, t, q, robot=None):

@@ -46,10 +46,7 @@ def main(argv=None):
         args.rate, args.hold, args.nodes, max_iter=args.max_iter, compiled=args.compiled, solver=args.solver
     )
     print("\n".join(reach_summary(result)))
-    if args.plot:
-        plot(result, args.plot)
-    if args.html:
-        common.write_record_html(args.html, result["model"], result["record"], result["model"].name)
+    common.record_outputs(args, result, plot, result["model"].name)
     return 0 if np.all(result["final"] < 5e-3) else 1
 
 

@@ -27,8 +27,7 @@ from casrbd.sim import Plant, Push
 RADIUS, TORQUE, KD = 0.02, 2.7, 50.0
 CONE = np.array([[1, 0, -0.7], [-1, 0, -0.7], [0, 1, -0.7], [0, -1, -0.7], [0, 0, 1]])  # mu = 0.7
 PUSHES = (Push(0.5, "root_joint", (1.0, 0.0, 0.0)), Push(1.5, "root_joint", (0.0, -1.0, 0.0)))
-# weights of q (-) q_standing: base position, orientation, joints
-W_Q = np.r_[[100.0] * 3, [100.0] * 3, [1.0] * 12]
+W_Q = np.r_[[100.0] * 3, [100.0] * 3, [1.0] * 12]  # weights of q (-) q_standing: base position, orientation, joints
 
 
 def standing(model):
@@ -113,10 +112,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     result = run(args.rate, args.nodes, duration=args.duration, compiled=args.compiled)
     print("\n".join(summary(result)))
-    if args.plot:
-        plot(result, args.plot)
-    if args.html:
-        common.write_record_html(args.html, result["model"], result["record"], "solo12")
+    common.record_outputs(args, result, plot, "solo12")
     return 0
 
 
