@@ -1,5 +1,5 @@
-"""Closed-loop MPC benchmark: examples/mpc_panda.py (the Panda reaching four targets, MuJoCo as the plant at
-1 kHz) at each controller rate, with the CPU time of every update.
+"""Closed-loop MPC benchmark: ``casrbd.sim.reach_targets`` (the Panda reaching four targets, MuJoCo as the plant
+at 1 kHz; what examples/mpc_panda.py shows) at each controller rate, with the CPU time of every update.
 
 python -m benchmarks.mpc [--rates 500] [--solvers ipopt,fatrop] [--max-iter 1]
 
@@ -18,14 +18,14 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import platform  # noqa: E402
-import sys  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
+
+from casrbd.sim import reach_summary, reach_targets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -33,15 +33,6 @@ SHARED = (
     "**The machine was shared with other jobs when this ran (load average above its core count): CPU times are",
     "inflated and noisy; rerun on a quiet machine before quoting them.**",
 )
-
-
-def example():
-    """examples/mpc_panda.py as a module (its folder on the path, for ``common``)."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    spec = importlib.util.spec_from_file_location("mpc_panda", ROOT / "examples" / "mpc_panda.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def environment():
@@ -82,24 +73,24 @@ def main(argv=None):
     p.add_argument("--solvers", default="ipopt,fatrop", help="comma-separated (default ipopt,fatrop)")
     p.add_argument("--max-iter", type=int, default=1, help="IPOPT iterations per warm update (default 1)")
     args = p.parse_args(argv)
-    module, rows, name = example(), [], "?"
+    rows, name = [], "?"
     for rate in (int(x) for x in args.rates.split(",")):
         for solver in args.solvers.split(","):
-            result = module.run(rate=rate, max_iter=args.max_iter, solver=solver)
+            result = reach_targets(rate=rate, max_iter=args.max_iter, solver=solver)
             name = result["model"].name
             rows.append(row(rate, solver, result))
-            print("\n".join(module.summary(result)))
+            print("\n".join(reach_summary(result)))
     lines = [
         f"# Whole-body MPC of the {name} with MuJoCo as the plant",
         "",
         f"`python -m benchmarks.mpc --rates {args.rates} --solvers {args.solvers} --max-iter {args.max_iter}` "
         f"({environment()}).",
         "",
-        "examples/mpc_panda.py: MuJoCo at 1 kHz, the controller at each rate; horizon 10 intervals of 30 ms (RK4),",
-        f"Gauss-Newton stages compiled to C, warm-started, {args.max_iter} iteration(s) per update; four",
-        "targets, 1 s each. Update CPU times of the warm updates in ms (process time, one thread); errors: the",
-        "tool's distance to each target at the end of its second, mm; torque: max |tau| / effort limit over the run",
-        "(1: the bound active); margin: closest approach to a joint limit, rad.",
+        "casrbd.sim.reach_targets (examples/mpc_panda.py): MuJoCo at 1 kHz, the controller at each rate; horizon",
+        f"10 intervals of 30 ms (RK4), Gauss-Newton stages compiled to C, warm-started, {args.max_iter} iteration(s)",
+        "per update; four targets, 1 s each. Update CPU times of the warm updates in ms (process time, one",
+        "thread); errors: the tool's distance to each target at the end of its second, mm; torque: max |tau| /",
+        "effort limit over the run (1: the bound active); margin: closest approach to a joint limit, rad.",
         "",
         *(SHARED if os.getloadavg()[0] > os.cpu_count() else ()),
         "An update is real-time at a rate when its time stays under the period.",

@@ -19,17 +19,26 @@ start, so its compiled runs load a dynamics library (``ocp.dynamics(compiled=Tru
 built once) and keep the NLP in the VM. Writes benchmarks/results/ocp.md,
 ocp.png and the examples' own plots.
 
+Each run is the example's command line in a process of its own (``python
+examples/NAME.py ... --stats PATH.json``): the benchmark times the examples as
+they are run, and no run inherits another's in-process caches (casadi
+Functions, built problems), so each one's setup is its own; the examples stay
+programs, not a library the benchmark imports.
+
 Times come from IPOPT's statistics (casadi's ``record_time``): the process's
 CPU time of the solve and of its callbacks, which other jobs on a shared
 machine disturb far less than wall time; building the problem and the jit
-compile are reported apart ("setup"). Each configuration runs ``--repeat``
-times and the run with the least CPU time is kept.
+compile are reported apart ("setup": the example's solve or run call's wall
+time less the solves'). Each configuration runs ``--repeat`` times and the run
+with the least CPU time is kept.
 """
 
 import argparse
-import importlib.util
+import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -73,14 +82,6 @@ PLOTS = {
 }
 
 
-def load(name):
-    sys.path.insert(0, str(ROOT / "examples"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def aggregate(solves):
     """One MPC closed loop as one row: iterations and times summed over the solves, the first
     (cold) solve's cost, success if every solve succeeded."""
@@ -95,21 +96,35 @@ def aggregate(solves):
     return out
 
 
-def run(mod, name, size, mode, compiled):
+def command(name, size, mode, compiled, stats, plot):
+    """The example's command line for one configuration, writing its statistics to ``stats`` and its plots to
+    ``plot``."""
     jacobian, second_order = MODES[mode]
-    kwargs = {"jacobian": jacobian, "compiled": compiled}
-    if name in SECOND_ORDER:
-        kwargs["second_order"] = second_order
-    start = time.perf_counter()
-    if name == "mpc_arm":
-        result = mod.run(**size, **kwargs)
-        stats = aggregate(result["solves"])
-    else:
-        result = mod.solve(**size, **kwargs)
-        stats = dict(result["stats"])
+    args = [sys.executable, str(ROOT / "examples" / f"{name}.py"), "--jacobian", jacobian]
+    args += [f"--{k}={v}" for k, v in size.items()]
+    if name in SECOND_ORDER and second_order:
+        args += ["--second-order", second_order]
+    if name == "mpc_arm":  # --[no-]compiled: its dynamics library
+        args.append("--compiled" if compiled else "--no-compiled")
+    elif compiled:  # --compiled: the NLP through casadi's jit
+        args.append("--compiled")
+    return args + ["--stats", str(stats), "--plot", str(plot)]
+
+
+def run(name, size, mode, compiled, folder):
+    """Runs one configuration in a process of its own: (its plot files, its statistics with ``setup``)."""
+    stats_path, plot = folder / "stats.json", folder / "plot.png"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))
+    done = subprocess.run(
+        command(name, size, mode, compiled, stats_path, plot), env=env, capture_output=True, text=True
+    )
+    if not stats_path.exists():
+        raise RuntimeError(f"examples/{name}.py ({mode}, compiled {compiled}) failed:\n{done.stdout}{done.stderr}")
+    out = json.loads(stats_path.read_text())
+    stats = aggregate(out["solves"]) if "solves" in out else out["stats"]
     # outside the solves: building the problem and, compiled, casadi's jit or the library
-    stats["setup"] = time.perf_counter() - start - stats["t_total"]
-    return result, stats
+    stats["setup"] = out["seconds"] - stats["t_total"]
+    return sorted(folder.glob("plot*.png")), stats
 
 
 def fmt_time(t):
@@ -191,8 +206,7 @@ NOTES = """
 """
 
 
-def measure(sizes, repeat, names, write):
-    mods = {name: load(name) for name in names}
+def measure(sizes, repeat, names, write, scratch):
     rows, keep = [], {}
     for name in names:
         modes = list(MODES) if name in SECOND_ORDER else ["AD", "J"]
@@ -200,10 +214,12 @@ def measure(sizes, repeat, names, write):
             reference = None
             for mode in modes:
                 best = None
-                for _ in range(repeat):
-                    result, stats = run(mods[name], name, sizes[name], mode, compiled)
+                for k in range(repeat):
+                    folder = scratch / f"{name}_{'C' if compiled else 'VM'}_{mode}_{k}"
+                    folder.mkdir()
+                    plots, stats = run(name, sizes[name], mode, compiled, folder)
                     if best is None or stats["cpu_total"] < best[1]["cpu_total"]:
-                        best = (result, stats)
+                        best = (plots, stats)
                 print(
                     f"{name:14s} {'C ' if compiled else 'VM'} {mode:4s} {ocp.format_stats(best[1])}, "
                     f"setup {best[1]['setup']:.1f} s",
@@ -228,8 +244,9 @@ def measure(sizes, repeat, names, write):
         f"{', '.join(f'{n} {sizes[n]}' for n in names)}. ![](ocp.png)\n\n" + text + "\n\n" + summary(rows) + NOTES
     )
     plot(rows, RESULTS / "ocp.png")
-    for name, result in keep.items():
-        mods[name].plot(result, RESULTS / PLOTS[name])
+    for name, plots in keep.items():  # plot.png and plot_snapshots.png of the kept run
+        for path in plots:
+            shutil.copy(path, RESULTS / path.name.replace("plot", PLOTS[name][:-4], 1))
     print(f"wrote {RESULTS / 'ocp.md'}, {RESULTS / 'ocp.png'} and the examples' plots")
     return 0
 
@@ -248,18 +265,19 @@ def main(argv=None):
     repeat = args.repeat or (1 if args.quick else 2)
     if repeat < 1:
         p.error(f"--repeat must be at least 1, got {repeat}")
-    if args.quick:
-        return measure(sizes, repeat, names, write=False)
-    with tempfile.TemporaryDirectory(prefix="casrbd-ocp-") as cache:
-        previous = os.environ.get("CASRBD_CACHE")
-        os.environ["CASRBD_CACHE"] = cache  # compile from scratch, so that setup includes compiling
-        try:
-            return measure(sizes, repeat, names, write=set(names) == set(EXAMPLES))
-        finally:
-            if previous is None:
-                del os.environ["CASRBD_CACHE"]
-            else:
-                os.environ["CASRBD_CACHE"] = previous
+    with tempfile.TemporaryDirectory(prefix="casrbd-ocp-runs-") as scratch:
+        if args.quick:
+            return measure(sizes, repeat, names, False, Path(scratch))
+        with tempfile.TemporaryDirectory(prefix="casrbd-ocp-") as cache:
+            previous = os.environ.get("CASRBD_CACHE")
+            os.environ["CASRBD_CACHE"] = cache  # compile from scratch, so that setup includes compiling
+            try:
+                return measure(sizes, repeat, names, set(names) == set(EXAMPLES), Path(scratch))
+            finally:
+                if previous is None:
+                    del os.environ["CASRBD_CACHE"]
+                else:
+                    os.environ["CASRBD_CACHE"] = previous
 
 
 if __name__ == "__main__":

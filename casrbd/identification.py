@@ -26,6 +26,9 @@ whereas a dependent column is at about 1e-15 and an independent one many orders 
 The random states make W generic: a dependence that holds at all of them (r x nv rows, several times
 the number of columns) holds everywhere but on a set of measure zero. Glossary: W the stacked
 regressor, P_1, P_2 the selected and remaining columns, beta (r x (10 n - r)), B (r x 10 n).
+
+Then the identification itself: an exciting trajectory (``fourier_trajectory``) and the fit of all
+parameters, physically consistent, from a prior (``consistent_fit``).
 """
 
 from typing import NamedTuple
@@ -35,7 +38,7 @@ import numpy as np
 
 from .api import random_configuration
 from .functions import function
-from .parameters import parameter_names
+from .parameters import log_cholesky_to_parameters, parameter_names, pseudo_inertia
 
 ZERO = 1e-12  # a column whose entries are all below ZERO times the largest entry of W is zero
 
@@ -118,3 +121,76 @@ def base_parameters(model, samples=None, seed=0, rtol=1e-9):
     B[:, dep] = beta
     names = parameter_names(model)
     return BaseParameters(tuple(int(i) for i in ind), tuple(int(i) for i in dep), beta, B, tuple(names[i] for i in ind))
+
+
+# ---- exciting trajectories and a physically consistent fit (examples/identification.py) ----
+def fourier_trajectory(model, t, rng, harmonics=5, period=10.0, margin=0.8):
+    """(q, v, a), each len(t) x nv, of a fixed-base model (nq = nv): a random finite Fourier series per joint
+    (Swevers et al., IEEE T-RA 1997), q_i = q0_i + sum_l a_il sin(l w t) + b_il cos(l w t), w = 2 pi / period,
+    scaled so that |q - q0| and |v| stay within ``margin`` of the half range and the velocity limit."""
+    if model.nq != model.nv:
+        raise ValueError(f"model {model.name!r}: fourier_trajectory takes a fixed-base model (nq = nv)")
+    lo, hi = model.lower, model.upper
+    n, w = lo.size, 2 * np.pi / period
+    l = np.arange(1, harmonics + 1)
+    A, B = rng.normal(size=(2, n, harmonics)) / l
+    arg = w * np.outer(t, l)  # len(t) x harmonics
+    s, c = np.sin(arg), np.cos(arg)
+    dq = s @ A.T + c @ B.T
+    v = w * ((c * l) @ A.T - (s * l) @ B.T)
+    a = -(w**2) * ((s * l**2) @ A.T + (c * l**2) @ B.T)
+    scale = margin * np.minimum((hi - lo) / 2 / np.abs(dq).max(0), model.velocity_limit / np.abs(v).max(0))
+    return (lo + hi) / 2 + dq * scale, v * scale, a * scale
+
+
+def log_cholesky_perturbation(theta, error, rng):
+    """A random change of log-Cholesky coordinates ``theta`` (10 per body) that changes masses and rotational
+    inertias by about ``error`` (relative) and centres of mass by about ``error`` / 10 m (a CAD model's errors)."""
+    scale = np.empty_like(theta)
+    for j in range(0, theta.size, 10):
+        d = np.exp(theta[j + 1 : j + 4])
+        scale[j : j + 4] = error / 2  # alpha, d: relative changes of sqrt(m) and of U's diagonal
+        scale[j + 4 : j + 7] = error / 2 * np.sqrt(d[[0, 1, 0]] * d[[1, 2, 2]])  # s12, s23, s13
+        scale[j + 7 : j + 10] = error / 10  # t = c, in m
+    return scale * rng.normal(size=theta.size)
+
+
+def entropic_divergence(theta, J0):
+    """D(J || J0) = tr(J0^-1 J) - log det J + log det J0 - 4 >= 0 for J = J(theta), one body's pseudo-inertia in
+    log-Cholesky coordinates theta; log det J = 2 (4 alpha + d1 + d2 + d3)."""
+    J = pseudo_inertia(log_cholesky_to_parameters(theta))
+    logdet = 2 * (4 * theta[0] + theta[1] + theta[2] + theta[3])
+    return ca.trace(ca.mtimes(ca.DM(np.linalg.inv(J0)), J)) - logdet + np.linalg.slogdet(J0)[1] - 4
+
+
+def consistent_fit(model, base, pi_b, information, theta_prior, gamma):
+    """All 10 n parameters, physically consistent: (pi, IPOPT's stats) minimising over the log-Cholesky
+    coordinates theta of every body (Rucker & Wensing, RA-L 2022) (B pi - pi_b)^T F (B pi - pi_b) / 2 plus
+    ``gamma`` times each body's ``entropic_divergence`` from the prior ``theta_prior`` (Lee, Wensing & Park,
+    IEEE T-RO 2020); pi_b the least-squares base parameters, F = W_b^T W_b / sigma^2 their ``information``
+    matrix, B ``base.B``. The data term is |W pi - tau|^2 / (2 sigma^2) up to a constant (W pi = W_b B pi),
+    without the long residual vector."""
+    from .ocp.opti import solve_ipopt
+
+    n = model.njoints
+    opti = ca.Opti()
+    theta = opti.variable(10 * n)
+    e = ca.mtimes(ca.DM(base.B), log_cholesky_to_parameters(theta)) - pi_b
+    J0 = [pseudo_inertia(log_cholesky_to_parameters(theta_prior[10 * j : 10 * j + 10])) for j in range(n)]
+    prior = sum(entropic_divergence(theta[10 * j : 10 * j + 10], J0[j]) for j in range(n))
+    opti.minimize(ca.bilin(ca.DM(information), e, e) / 2 + gamma * prior)
+    opti.set_initial(theta, theta_prior)
+    stats, value = solve_ipopt(opti, tol=1e-10)
+    return log_cholesky_to_parameters(value(theta)), stats
+
+
+def exciting_regressor(model, base, t, rng, candidates=10, period=10.0):
+    """(condition number, W): the stacked regressor W over the times ``t`` of the ``fourier_trajectory`` (of
+    ``period``) whose base regressor (``base``) is the best conditioned of ``candidates`` random ones."""
+    best = None
+    for _ in range(candidates):
+        W = stacked_regressor(model, *fourier_trajectory(model, t, rng, period=period))
+        cond = np.linalg.cond(base.regressor(W))
+        if best is None or cond < best[0]:
+            best = (cond, W)
+    return best

@@ -7,6 +7,9 @@ path; a robot's name wins over a file of that name in the current directory
 (write ``./solo12`` for the file). ``reference_configurations`` reads the named
 poses of the robots whose example-robot-data package ships an SRDF
 (``EXAMPLE_SRDFS``), ``load_robot(..., rotors=True)`` its rotor armature.
+``load_arm`` gives the arm of the reaching problems (the Panda with its fingers
+fixed, else ``arm7``) with its tool frame; ``feet_on_ground`` sets a floating base's
+height; ``rod`` and ``point_mass`` are the inertias of hand-built models.
 ``random_tree`` builds kinematic trees of any size, branching and joint mix
 with random placements and physically valid random inertias (after
 spatial_v2's autoTree).
@@ -14,6 +17,7 @@ spatial_v2's autoTree).
 
 import os
 import re
+import xml.etree.ElementTree as ET
 from importlib import metadata, resources
 
 import numpy as np
@@ -222,6 +226,53 @@ def reference_configurations(name):
     """{pose name: q (nq,), read-only} of a robot name's SRDF (``EXAMPLE_SRDFS``; solo12: ``standing``,
     talos: ``half_sitting``), for ``load_robot(name)``'s model."""
     return _srdf(name, load_robot(name)).reference_configurations
+
+
+# the arms of the reaching examples and tests: their tool frame
+ARM_TOOLS = {"panda": "panda_hand_tcp", "arm7": "tool"}
+
+
+def load_arm(robot=None):
+    """(model, tool frame) of a 7-dof arm for reaching: ``"panda"``, example-robot-data's Panda with its finger
+    joints fixed (closed, their mass merged into the hand), or the shipped ``"arm7"``; None: the Panda where
+    example-robot-data is installed, else arm7."""
+    if robot is None:
+        try:
+            robot_path("panda")
+            robot = "panda"
+        except LookupError:  # example-robot-data is not installed
+            robot = "arm7"
+    if robot not in ARM_TOOLS:
+        raise ValueError(f"arm {robot!r}: expected one of {sorted(ARM_TOOLS)} (or None)")
+    if robot == "arm7":
+        return load_robot("arm7"), ARM_TOOLS[robot]
+    root = ET.parse(robot_path(robot)[0]).getroot()
+    for joint in root.iter("joint"):
+        if "finger" in joint.get("name"):
+            joint.set("type", "fixed")
+            for mimic in joint.findall("mimic"):
+                joint.remove(mimic)
+    return load_urdf(ET.tostring(root, encoding="unicode")), ARM_TOOLS[robot]
+
+
+def feet_on_ground(model, q, feet):
+    """A copy of the floating-base configuration ``q`` raised or lowered so that the lowest of the frames
+    ``feet`` is at z = 0."""
+    from .api import frame_placement
+
+    q = np.array(q, dtype=float)
+    q[2] -= min(frame_placement(model, q, f)[2, 3] for f in feet)
+    return q
+
+
+def rod(mass, length):
+    """The inertia of a thin rod along x from its joint: com at length / 2, m l^2 / 12 about y and z."""
+    return Inertia.from_com(mass, [length / 2, 0, 0], np.diag([1e-5, 1, 1]) * mass * length**2 / 12)
+
+
+def point_mass(mass, x):
+    """The inertia of a point mass on the x axis at ``x`` from its joint."""
+    return Inertia.from_com(mass, [x, 0, 0], np.zeros((3, 3)))
 
 
 def _srdf(name, model):

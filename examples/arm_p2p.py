@@ -16,14 +16,20 @@ the shoulder a little torque.
 import casadi as ca
 import common
 import numpy as np
-from common import load_arm
 
 import casrbd
 from casrbd import ocp
+from casrbd.models import load_arm
+from casrbd.ocp.opti import interpolate, solve_ipopt, trajectories
 
 # start and goal within both arms' joint limits
 Q_START = np.array([-1.0, 0.2, 0.0, -2.0, 0.0, 1.8, 0.8])
 Q_GOAL = np.array([1.0, -0.3, 0.4, -1.4, 0.3, 1.2, -0.4])
+
+
+def limits(model):
+    """The URDF's limits of ``model``: its lower, upper, velocity and effort arrays over the joints."""
+    return {"lower": model.lower, "upper": model.upper, "velocity": model.velocity_limit, "effort": model.effort_limit}
 
 
 def solve(
@@ -44,7 +50,8 @@ def solve(
         raise ValueError(f"nodes must be at least 2, got {nodes}")
     if not duration > 0:
         raise ValueError(f"duration must be positive, got {duration}")
-    model, lim, tool = load_arm()
+    model, tool = load_arm()
+    lim = limits(model)
     n, dt = model.nv, duration / nodes
     fd = ocp.dynamics(model, "aba", jacobian, second_order=second_order)
     x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)
@@ -62,12 +69,12 @@ def solve(
     opti.subject_to(opti.bounded(-lim["effort"], T, lim["effort"]))
     opti.minimize(dt * ca.sumsqr(T / lim["effort"]) + w_v * dt * ca.sumsqr(V))
     # guess: straight line at constant speed, holding gravity
-    q_guess = common.interpolate(q_start, q_goal, nodes)
+    q_guess = interpolate(q_start, q_goal, nodes)
     opti.set_initial(Q, q_guess)
     opti.set_initial(V, np.tile((q_goal - q_start)[:, None] / duration, nodes + 1))
     opti.set_initial(T, np.column_stack([casrbd.generalized_gravity(model, q) for q in q_guess[:, :-1].T]))
-    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
-    result = common.trajectories(value, dt, q=Q, v=V, tau=T)
+    stats, value = solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = trajectories(value, dt, q=Q, v=V, tau=T)
     result.update(model=model, limits=lim, tool=tool, q_start=np.array(q_start), q_goal=np.array(q_goal), stats=stats)
     return result
 
@@ -84,7 +91,7 @@ def main(argv=None):
     p = common.parser(__doc__, 40, "shooting intervals", "write q, v, tau over time and PATH_snapshots.png")
     p.add_argument("--duration", type=float, default=1.5, help="seconds (default 1.5)")
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     robot = "panda" if result["model"].name == "panda" else None
     return common.finish(args, "arm point to point", result, plot, robot, details=(result["model"].name,))
 

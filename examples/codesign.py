@@ -7,7 +7,7 @@ changes link 1's inertial parameters, pi_1 = pi_1^0 + m_2 pi_point(elbow): the f
 ``casrbd.function(model, "aba", parameters=True, jacobian="analytical")``, with pi an expression of
 the design. The arm must go from hanging at rest to upright at rest in ``duration`` seconds (RK4
 multiple shooting as examples/swingup.py). The cost is the motors' total mass plus a small effort
-term.
+term (``casrbd.ocp.codesign``).
 
 The reference is the sequential design: plan the minimum-effort motion for given motors, size each
 motor for its peak torque, and repeat with the new elbow motor until the sizes settle. Optimising both
@@ -19,12 +19,14 @@ at once finds a motion that needs smaller motors.
 import casadi as ca
 import common
 import numpy as np
-from common import point_mass, rod
 
 import casrbd
 from casrbd import ocp
 from casrbd.joints import Revolute
+from casrbd.models import point_mass, rod
+from casrbd.ocp.codesign import codesign, sequential_design
 from casrbd.parameters import model_parameters, with_parameters
+from casrbd.sim import simulate_aba
 from casrbd.spatial import SE3
 
 L1, L2 = 0.4, 0.4  # link lengths, m
@@ -48,58 +50,11 @@ def parameters(model, m2):
     return ca.DM(model_parameters(model)) + m2 * ca.DM(elbow_motor)
 
 
-def solve(model, nodes=50, duration=1.2, motors=None, w_effort=1e-3, verbose=False, guess=None):
-    """Co-design (``motors=None``: motor masses are variables) or motion planning for given ``motors``
-    (no torque limits, minimum effort). Returns a dict with q, v, tau, the motor masses and the stats."""
-    n, dt = model.nv, duration / nodes
-    fd = casrbd.function(model, "aba", jacobian="analytical", parameters=True)
-    x, u, p = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n), ca.MX.sym("pi", 10 * model.njoints)
-    ode = ocp.forward_dynamics_ode(model, lambda q, v, tau: fd(q, v, tau, p))
-    step = ca.Function("rk4", [x, u, p], [ocp.rk4(ode, x, u, dt)])
-
-    opti = ca.Opti()
-    X, U = opti.variable(2 * n, nodes + 1), opti.variable(n, nodes)
-    if motors is None:
-        m = opti.variable(2)
-        opti.subject_to(opti.bounded(M_MIN, m, M_MAX))
-        opti.subject_to(opti.bounded(-KAPPA * m[0], U[0, :], KAPPA * m[0]))
-        opti.subject_to(opti.bounded(-KAPPA * m[1], U[1, :], KAPPA * m[1]))
-        opti.set_initial(m, [1.0, 1.0] if guess is None else guess["motors"])
-        cost = m[0] + m[1]
-    else:
-        m, cost = ca.DM(motors), 0
-    pi = parameters(model, m[1])
-    opti.subject_to(X[:, 1:] == step.map(nodes)(X[:, :-1], U, ca.repmat(pi, 1, nodes)))
-    opti.subject_to(X[:, 0] == np.r_[START, 0, 0])
-    opti.subject_to(X[:, -1] == np.r_[GOAL, 0, 0])
-    opti.minimize(cost + w_effort * dt * ca.sumsqr(U))
-    if guess is None:  # the joints at constant speed from start to goal
-        opti.set_initial(X[:n, :], common.interpolate(START, GOAL, nodes))
-    else:
-        opti.set_initial(X, np.vstack([guess["q"].T, guess["v"].T]))
-        opti.set_initial(U, guess["tau"].T)
-    stats, value = common.solve_ipopt(opti, verbose=verbose)
-    result = common.trajectories(value, dt, q=X[:n, :], v=X[n:, :], tau=U)
-    result.update(motors=np.asarray(value(m) if motors is None else motors, dtype=float).reshape(2), stats=stats)
-    return result
-
-
-def sequential(model, nodes=50, duration=1.2, rounds=4, verbose=False):
-    """Plan for the current motors, size them for the peak torques, repeat: the motors after each round."""
-    motors, history, result = np.array([1.0, 1.0]), [], None
-    for _ in range(rounds):
-        result = solve(model, nodes, duration, motors=motors, verbose=verbose, guess=result)
-        motors = np.maximum(np.abs(result["tau"]).max(axis=0) / KAPPA, M_MIN)
-        history.append(motors)
-    result["motors"] = motors
-    return result, history
-
-
 def simulate(model, result, substeps=1):
     """The optimised torques replayed on the arm built with those motors (a numeric model: aba with its
     own inertias), ``substeps`` RK4 steps per interval: the final state."""
     arm = with_parameters(model, parameters(model, result["motors"][1]))
-    return common.simulate_aba(arm, np.r_[START, 0, 0], result["tau"], result["dt"], substeps)
+    return simulate_aba(arm, np.r_[START, 0, 0], result["tau"], result["dt"], substeps)
 
 
 def run(nodes=50, duration=1.2, verbose=False):
@@ -107,11 +62,31 @@ def run(nodes=50, duration=1.2, verbose=False):
     designed arm (its final state's errors with the transcription's RK4 steps and with 10 per interval);
     with the co-design's motion (t, q)."""
     model = build_arm()
-    seq, history = sequential(model, nodes, duration, verbose=verbose)
-    co = solve(model, nodes, duration, verbose=verbose, guess=seq)
+    arm = (lambda m: parameters(model, m[1]), START, GOAL, KAPPA)  # pi(motors), start, goal, torque density
+    seq, history = sequential_design(model, *arm, M_MIN, nodes, duration, verbose=verbose)
+    co = codesign(model, *arm, (M_MIN, M_MAX), nodes, duration, verbose=verbose, guess=seq)
     replay = [np.abs(simulate(model, co, k) - np.r_[GOAL, 0, 0]).max() for k in (1, 10)]
     r = {"model": model, "sequential": seq, "history": history, "codesign": co, "replay": replay}
     return {**r, "kappa": KAPPA, "t": co["t"], "q": co["q"]}
+
+
+def report(r):
+    """Prints each round of the sequential design, the co-design's motors, its peak torques against their
+    limits and the final state errors of its replays on the designed arm."""
+    seq, co = r["sequential"], r["codesign"]
+    print("sequential design (plan minimum effort, size motors for the peak torques, repeat):")
+    for k, m in enumerate(r["history"]):
+        print(f"  round {k + 1}: motors {m[0]:.3f} kg + {m[1]:.3f} kg = {m.sum():.3f} kg")
+    print(f"co-design ({ocp.format_stats(co['stats'])}):")
+    print(f"  motors {co['motors'][0]:.3f} kg + {co['motors'][1]:.3f} kg = {co['motors'].sum():.3f} kg")
+    print(
+        f"  peak torques {np.abs(co['tau']).max(axis=0).round(3)} Nm, limits {(KAPPA * co['motors']).round(3)} Nm; "
+        f"total motor mass {co['motors'].sum() / seq['motors'].sum():.2f}x the sequential design's"
+    )
+    print(
+        f"  replayed on the designed arm (numeric model): final state error {r['replay'][0]:.2e} (rad, rad/s) with "
+        f"the same RK4 steps, {r['replay'][1]:.2e} with 10 steps per interval (the transcription's error)"
+    )
 
 
 def plot(r, path):
@@ -125,7 +100,7 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=1.2, help="seconds (default 1.2)")
     args = p.parse_args(argv)
     r = run(**common.arguments(args, run))
-    common.codesign_report(r)
+    report(r)
     common.outputs(args, r, plot)
     return 0 if r["codesign"]["stats"]["success"] else 1
 

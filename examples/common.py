@@ -1,192 +1,21 @@
-"""What the examples share beyond casrbd: the robots they load, the friction cones and contact
-schedules, the command line, solving and collecting the solution, printing the results, and their plots
-(stick figures of configurations and time series, with matplotlib), so that each example reads top to
-bottom as its problem. Examples import it as ``common`` (run as ``python examples/NAME.py``, their folder
-is on the path)."""
+"""What the examples share beyond casrbd: the command line of the optimal-control examples, printing and
+writing their results (the solver's line, --plot, --html) and their plots (stick figures of configurations
+and time series, with matplotlib). Robots, problems and simulation are casrbd's (``casrbd.models``,
+``casrbd.ocp``, ``casrbd.sim``). Examples import it as ``common`` (run as ``python examples/NAME.py``, their
+folder is on the path)."""
 
 import argparse
 import inspect
-import warnings
-import xml.etree.ElementTree as ET
+import json
+import time
 
-import casadi as ca
 import numpy as np
 
-import casrbd
 from casrbd import ocp, viewer
 from casrbd.functions import function
-from casrbd.models import load_robot, robot_path
-from casrbd.parameters import pseudo_inertia
-from casrbd.spatial import Inertia
 from casrbd.spec import choice
 
-# ---- the robots ----
-ARM_TOOL = {"panda": "panda_hand_tcp", "arm7": "tool"}
-SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-SOLO_LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # HAA, HFE, KFE per leg
-TALOS_FEET = ("left_sole_link", "right_sole_link")
-# talos's half-sitting legs (hip yaw, roll, pitch, knee, ankle pitch, roll): flat feet, knees bent
-TALOS_LEG = np.array([0.0, 0.0, -0.411354, 0.859395, -0.448041, 0.0])
-
-
-def load_arm():
-    """(model, limits, tool frame) of the Panda arm (fingers fixed), else arm7; ``limits``:
-    dict of the model's lower, upper, velocity and effort arrays over the joints (the URDF's)."""
-    try:
-        name, path = "panda", robot_path("panda")[0]
-    except LookupError:  # example-robot-data is not installed
-        name, path = "arm7", robot_path("arm7")[0]
-    root = ET.parse(path).getroot()
-    for joint in root.iter("joint"):
-        if "finger" in joint.get("name"):
-            joint.set("type", "fixed")
-            for mimic in joint.findall("mimic"):
-                joint.remove(mimic)
-    model = casrbd.load_urdf(ET.tostring(root, encoding="unicode"))
-    limits = {
-        "lower": model.lower,
-        "upper": model.upper,
-        "velocity": model.velocity_limit,
-        "effort": model.effort_limit,
-    }
-    return model, limits, ARM_TOOL[name]
-
-
-def load_talos():
-    """example-robot-data's talos_reduced (its loader's warnings silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
-        return load_robot("talos_reduced")
-
-
-def solo12_standing(model, x=0.0):
-    """Solo12's standing configuration (knees bent) with the feet on the ground (z = 0), base at ``x``."""
-    q = np.r_[0, 0, 0, 0, 0, 0, 1, SOLO_LEGS]
-    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in SOLO_FEET)
-    q[0] = x
-    return q
-
-
-def talos_standing(model):
-    """Talos half-sitting, both soles flat on the ground (z = 0)."""
-    q = np.array(casrbd.neutral(model), dtype=float)
-    for side in ("left", "right"):
-        for k in range(6):
-            q[model.idx_q[model.joint_index(f"leg_{side}_{k + 1}_joint")]] = TALOS_LEG[k]
-    q[2] = -min(casrbd.frame_placement(model, q, f)[2, 3] for f in TALOS_FEET)
-    return q
-
-
-def rod(mass, length):
-    """A thin rod along x from the joint: com at length / 2, inertia m l^2 / 12 about y and z."""
-    return Inertia.from_com(mass, [length / 2, 0, 0], np.diag([1e-5, 1, 1]) * mass * length**2 / 12)
-
-
-def point_mass(mass, x):
-    """A point mass on the x axis at ``x`` from the joint."""
-    return Inertia.from_com(mass, [x, 0, 0], np.zeros((3, 3)))
-
-
-# ---- contacts and their schedules ----
-def schedule(nodes, phases):
-    """The phase index of each of ``nodes`` equal intervals and their dt, for ``phases`` a sequence of
-    (anything, seconds)."""
-    duration = sum(s for _, s in phases)
-    ends = np.cumsum([s for _, s in phases]) / duration * nodes
-    return np.searchsorted(ends, np.arange(nodes) + 0.5), duration / nodes
-
-
-def contact_forces(model, q, frames, forces):
-    """rnea's ``f_ext`` (6 x njoints, each column in its joint's frame) of ``forces`` at ``frames``: a
-    column per frame, in world axes, a force at the frame's origin (3 rows) or a wrench [f; tau] about
-    it (6 rows); numbers (a DM) or casadi expressions.
-
-    A wrench [f; tau] at the frame is, in the frame of the frame's joint i (rotation o_R_i from forward
-    kinematics), [i_R_o f; i_R_o tau + r x i_R_o f], r the frame's fixed offset from the joint."""
-    oMi = function(model, "forward_kinematics")(q)
-    columns = [ca.DM.zeros(6, 1) for _ in range(model.njoints)]
-    for k, name in enumerate(frames):
-        frame = model.frames[model.frame_index(name)]
-        i = frame.joint
-        i_R_o = oMi[:3, 4 * i : 4 * i + 3].T
-        f = ca.mtimes(i_R_o, forces[:3, k])
-        tau = ca.cross(ca.DM(np.asarray(frame.placement.p).ravel()), f)
-        if forces.shape[0] == 6:
-            tau = ca.mtimes(i_R_o, forces[3:, k]) + tau
-        columns[i] = columns[i] + ca.vertcat(f, tau)
-    return ca.horzcat(*columns)
-
-
-def friction_pyramid(opti, f, mu):
-    """Forces ``f`` (3 x k, world axes, z up) pushing (f_z >= 0) inside the linearised friction cone
-    |f_x|, |f_y| <= mu f_z."""
-    opti.subject_to(f[2, :] >= 0)
-    for k in (0, 1):
-        opti.subject_to(opti.bounded(-mu * f[2, :], f[k, :], mu * f[2, :]))
-
-
-# ---- trajectories, data and plants ----
-def interpolate(start, goal, nodes):
-    """``nodes`` + 1 columns from ``start`` to ``goal`` at constant speed (an initial guess)."""
-    s = np.linspace(0, 1, nodes + 1)
-    return np.outer(start, 1 - s) + np.outer(goal, s)
-
-
-def fourier_trajectory(limits, t, rng, harmonics=5, period=10.0, margin=0.8):
-    """(q, v, a), each len(t) x n: q_i = q0_i + sum_l a_il sin(l w t) + b_il cos(l w t), w = 2 pi / period,
-    scaled so that |q - q0| and |v| stay within ``margin`` of the half range and the velocity limit."""
-    lo, hi = limits["lower"], limits["upper"]
-    n, w = lo.size, 2 * np.pi / period
-    l = np.arange(1, harmonics + 1)
-    A, B = rng.normal(size=(2, n, harmonics)) / l
-    arg = w * np.outer(t, l)  # len(t) x harmonics
-    s, c = np.sin(arg), np.cos(arg)
-    dq = s @ A.T + c @ B.T
-    v = w * ((c * l) @ A.T - (s * l) @ B.T)
-    a = -(w**2) * ((s * l**2) @ A.T + (c * l**2) @ B.T)
-    scale = margin * np.minimum((hi - lo) / 2 / np.abs(dq).max(0), limits["velocity"] / np.abs(v).max(0))
-    return (lo + hi) / 2 + dq * scale, v * scale, a * scale
-
-
-def prior_perturbation(theta, error, rng):
-    """A random change of log-Cholesky coordinates that changes masses and rotational inertias by about
-    ``error`` (relative) and centres of mass by about ``error`` / 10 m (a CAD model's errors)."""
-    scale = np.empty_like(theta)
-    for j in range(0, theta.size, 10):
-        d = np.exp(theta[j + 1 : j + 4])
-        scale[j : j + 4] = error / 2  # alpha, d: relative changes of sqrt(m) and of U's diagonal
-        scale[j + 4 : j + 7] = error / 2 * np.sqrt(d[[0, 1, 0]] * d[[1, 2, 2]])  # s12, s23, s13
-        scale[j + 7 : j + 10] = error / 10  # t = c, in m
-    return scale * rng.normal(size=theta.size)
-
-
-def simulate_aba(model, x, taus, dt, substeps):
-    """A plant: from the state x = [q; v] (nq = nv), each torque of ``taus`` held in turn for ``dt``, in
-    ``substeps`` RK4 steps of the numeric aba; the final state."""
-
-    def ode(x, u):
-        return np.r_[x[model.nq :], casrbd.aba(model, x[: model.nq], x[model.nq :], u)]
-
-    for tau in taus:
-        for _ in range(substeps):
-            x = ocp.rk4(ode, x, tau, dt / substeps)
-    return x
-
-
-# ---- solving, and the solution per node ----
-def solve_ipopt(opti, **options):
-    """Solves ``opti`` with IPOPT and ``ocp.solver_options(**options)``: (stats, value), ``value`` giving
-    the solution, or the last iterate if the solve failed (``opti.debug.value``)."""
-    opti.solver("ipopt", ocp.solver_options(**options))
-    return ocp.solve(opti), opti.debug.value
-
-
-def trajectories(value, dt, **expressions):
-    """A solution per node: the values of each Opti expression of ``expressions`` (one column per node) as
-    rows, one per node, with the node times ``t`` (as many as the longest has nodes) and ``dt``."""
-    out = {name: np.atleast_2d(value(x)).T for name, x in expressions.items()}
-    out.update(t=np.arange(max(len(rows) for rows in out.values())) * dt, dt=dt)
-    return out
+SOLO_LEGS = np.array([0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6])  # mpc_trot's: HAA, HFE, KFE per leg
 
 
 # ---- Crocoddyl's gait problems (quadruped_gait, humanoid_walk, gap_crossing: built by casrbd.ocp.legged) ----
@@ -242,6 +71,7 @@ def parser(doc, nodes, nodes_help, plot_help, derivatives=DERIVATIVE_FLAGS):
     p.add_argument("--plot", metavar="PATH.png", help=plot_help)
     p.add_argument("--html", metavar="PATH.html", help="write the motion as an HTML animation (offline, any browser)")
     p.add_argument("--verbose", action="store_true", help="IPOPT's iteration log")
+    p.add_argument("--stats", metavar="PATH.json", help="write the solver statistics and wall time as JSON")
     return p
 
 
@@ -250,6 +80,20 @@ def arguments(args, function):
     passes on to the example's solve or run."""
     names = inspect.signature(function).parameters
     return {name: value for name, value in vars(args).items() if name in names}
+
+
+def call(args, function):
+    """``function`` (the example's solve or run) called with the keyword arguments it takes of the command line
+    ``args``; with --stats, writes the wall time of the call and the solver's statistics (``result["stats"]``,
+    or a closed loop's ``result["solves"]``) as JSON (what benchmarks/ocp.py reads)."""
+    start = time.perf_counter()
+    result = function(**arguments(args, function))
+    if getattr(args, "stats", None):
+        stats = {"seconds": time.perf_counter() - start}
+        stats.update({k: result[k] for k in ("stats", "solves") if k in result})
+        with open(args.stats, "w") as f:
+            json.dump(stats, f, default=lambda x: x.item() if hasattr(x, "item") else str(x))
+    return result
 
 
 def modes(args):
@@ -285,91 +129,22 @@ def outputs(args, result, plot, robot=None):
         write_html(args.html, result["model"], result["t"], result["q"], robot)
 
 
+def record_outputs(args, result, plot, robot=None):
+    """What --plot and --html ask for of a closed loop: ``plot(result, path)``, and the motion of
+    ``result["record"]`` (a ``casrbd.sim.Record``, at most about 500 frames) with the visuals of ``robot``."""
+    if args.plot:
+        plot(result, args.plot)
+    if args.html:
+        r = result["record"]
+        every = max(1, len(r.t) // 500)
+        write_html(args.html, result["model"], r.t[::every], r.q[::every], robot)
+
+
 def write_html(path, model, t, q, robot=None):
     """An example's motion (times ``t``, configurations ``q``, one per row) as a self-contained HTML
     animation (``casrbd.viewer``) with the visuals of ``robot`` (a name or file; None: a stick figure)."""
     viewer.write_html(path, model, t, q, robot)
     print(f"wrote {path}: open it in a browser")
-
-
-# ---- printing the results ----
-def mpc_summary(result):
-    """One line on a closed loop's solves (``result["solves"]``, the first cold, the others warm-started)
-    and how close its last configuration came to ``result["q_goal"]``."""
-    s = result["solves"]
-    if len(s) == 1:
-        return f"1 solve: {ocp.format_stats(s[0])}"
-    iters = np.array([x["iterations"] for x in s])
-    times = np.array([x["t_total"] for x in s])
-    ok = sum(x["success"] for x in s)
-    err = np.abs(result["q"][-1] - result["q_goal"]).max()
-    return (
-        f"{len(s)} solves, {ok} succeeded; iterations first {iters[0]}, then mean {iters[1:].mean():.1f} "
-        f"max {iters[1:].max()}; solve time first {times[0]:.3f} s, then mean {1e3 * times[1:].mean():.1f} ms "
-        f"max {1e3 * times[1:].max():.1f} ms; final |q - q_goal| {err:.2e} rad"
-    )
-
-
-def codesign_report(r):
-    """Prints examples/codesign.py's results ``r``: each round of the sequential design, the co-design's
-    motors, peak torques against their limits (``r["kappa"]`` times the motor masses), and the final state
-    errors of its replays on the designed arm."""
-    seq, co = r["sequential"], r["codesign"]
-    print("sequential design (plan minimum effort, size motors for the peak torques, repeat):")
-    for k, m in enumerate(r["history"]):
-        print(f"  round {k + 1}: motors {m[0]:.3f} kg + {m[1]:.3f} kg = {m.sum():.3f} kg")
-    print(f"co-design ({ocp.format_stats(co['stats'])}):")
-    print(f"  motors {co['motors'][0]:.3f} kg + {co['motors'][1]:.3f} kg = {co['motors'].sum():.3f} kg")
-    limits = (r["kappa"] * co["motors"]).round(3)
-    print(
-        f"  peak torques {np.abs(co['tau']).max(axis=0).round(3)} Nm, limits {limits} Nm; "
-        f"total motor mass {co['motors'].sum() / seq['motors'].sum():.2f}x the sequential design's"
-    )
-    print(
-        f"  replayed on the designed arm (numeric model): final state error {r['replay'][0]:.2e} (rad, rad/s) with "
-        f"the same RK4 steps, {r['replay'][1]:.2e} with 10 steps per interval (the transcription's error)"
-    )
-
-
-def body_errors(p, p_true):
-    """(mass, com error in mm, relative error of the rotational inertia about the joint frame) of one body."""
-    com_error = np.linalg.norm(p[1:4] / p[0] - p_true[1:4] / p_true[0])
-    return p[0], 1e3 * com_error, np.linalg.norm(p[4:] - p_true[4:]) / np.linalg.norm(p_true[4:])
-
-
-def identification_report(r):
-    """Prints examples/identification.py's results ``r``: the base parameters' errors in units of their
-    standard deviations, the consistent fit's (and its bodies' smallest pseudo-inertia eigenvalues, all
-    positive), each body's parameters against the truth, and the validation torques' errors."""
-    m, base, s = r["model"], r["base"], r["stats"]
-    nb = base.count
-    print(f"{m.name}: {m.nv} joints, {10 * m.njoints} inertial parameters, {nb} base parameters")
-    print(
-        f"trajectory: {r['rows'] // m.nv} samples, base regressor condition number {r['cond']:.3g}, "
-        f"noise sigma {r['sigma']} Nm"
-    )
-    print(
-        f"base parameters by least squares: error / standard deviation: rms {np.sqrt(np.mean(r['z'] ** 2)):.2f}, "
-        f"max {np.abs(r['z']).max():.2f} (a standard normal sample: rms ~ 1); chi^2 {r['chi2']:.1f} for {nb} "
-        f"degrees of freedom (expected {nb} +- {np.sqrt(2 * nb):.1f})"
-    )
-    print(
-        f"consistent fit (log-Cholesky, Opti/IPOPT: {s['status']}, {s['iterations']} iterations): base-parameter "
-        f"error / standard deviation: rms {np.sqrt(np.mean(r['z_fit'] ** 2)):.2f}, max {np.abs(r['z_fit']).max():.2f}"
-    )
-    bodies = [r["pi_fit"][10 * j : 10 * j + 10] for j in range(m.njoints)]
-    min_eig = [np.linalg.eigvalsh(pseudo_inertia(p)).min() for p in bodies]
-    print(f"  smallest pseudo-inertia eigenvalue per body: {', '.join(f'{e:.2e}' for e in min_eig)}")
-    print(
-        "  body          mass [kg]: true   prior     fit | com error [mm]: prior   fit | inertia rel. error: prior  fit"
-    )
-    for j, name in enumerate(m.names):
-        p_true, p_prior, p_fit = (r[k][10 * j : 10 * j + 10] for k in ("pi_true", "pi_prior", "pi_fit"))
-        (mp, cp, ip), (mf, cf, i_f) = body_errors(p_prior, p_true), body_errors(p_fit, p_true)
-        print(f"  {name:<14s} {p_true[0]:14.3f} {mp:7.3f} {mf:7.3f} | {cp:21.1f} {cf:5.1f} | {ip:24.2f} {i_f:4.2f}")
-    print("validation trajectory, rms torque prediction error per joint [Nm] (noise-free reference):")
-    for label, e in r["validation"].items():
-        print(f"  {label:<11s} {' '.join(f'{x:7.4f}' for x in e)}   (mean {e.mean():.4f})")
 
 
 # ---- plots ----

@@ -1,24 +1,18 @@
 """Talos shifts its weight onto the left foot: centroidal dynamics on whole-body kinematics.
 
-The centroidal momentum h = A_G(q) v (``centroidal_momentum``, Pinocchio's
-``computeCentroidalMomentum``: linear and angular momentum about the centre of
-mass; its Jacobian analytical, dh/dq and A_G, or casadi's AD) carries the dynamics: h_{k+1} = h_k + dt (sum of
-the feet's wrenches about the centre of mass + m g), the wrenches being
-decision variables at the soles (world axes) in friction pyramids with
-their centre of pressure inside the sole. The whole body follows it
-kinematically: q_{k+1} = q_k (+) v_k dt, the soles keep their
-placements, the joints stay within their limits, and the centre of
-mass c(q) ends above the left sole, at rest (Dai, Valenzuela & Tedrake,
-"Whole-body motion planning with centroidal dynamics and full kinematics",
-Humanoids 2014, in its simplest form). The guess is the standing pose at
-every node with the weight shared by the feet.
-
-The whole-body check (``whole_body_residual``): joint torques by rnea with the
-planned wrenches as external forces and a_k = (v_{k+1} - v_k) / dt; the
-unactuated base's six rows must vanish up to the time discretisation.
+The centroidal momentum h = A_G(q) v (``centroidal_momentum``: linear and angular momentum about the
+centre of mass; its Jacobian analytical or casadi's AD) carries the dynamics: h_{k+1} = h_k + dt (the
+soles' wrenches about the centre of mass + m g), the wrenches (world axes) in friction pyramids with their
+centre of pressure inside the sole. The whole body follows kinematically: q_{k+1} = q_k (+) v_k dt, the
+soles stay put, the joints within their limits, and the centre of mass ends above the left sole, at rest
+(Dai, Valenzuela & Tedrake, "Whole-body motion planning with centroidal dynamics and full kinematics",
+Humanoids 2014, in its simplest form). The check (``whole_body_residual``): rnea's base rows with the
+planned wrenches and a_k = (v_{k+1} - v_k) / dt vanish up to the time discretisation.
 
     python examples/humanoid_com.py --nodes 20 --jacobian analytical --plot talos.png
 """
+
+import warnings
 
 import casadi as ca
 import common
@@ -26,26 +20,27 @@ import numpy as np
 
 import casrbd
 from casrbd import ocp
+from casrbd.models import feet_on_ground, load_robot
+from casrbd.ocp.opti import contact_forces, sole_wrench_cone, solve_ipopt, trajectories, wrench_about
 
-FEET = common.TALOS_FEET
+FEET = ("left_sole_link", "right_sole_link")
+LEG = (0.0, 0.0, -0.411354, 0.859395, -0.448041, 0.0)  # hip yaw, roll, pitch, knee, ankle pitch, roll: knees bent
 SOLE = (0.10, 0.05)  # half length and half width of the sole (m), for the centre of pressure
 
 
-def wrench_about(c, p, w):
-    """A wrench w = [f; tau] at point p (world axes), about point c."""
-    return ca.vertcat(w[:3], w[3:] + ca.cross(p - c, w[:3]))
-
-
 def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False, hessian="exact", verbose=False):
-    """Solve the weight shift; returns a dict with the model, t, q, v (nodes + 1 rows), the wrenches
-    (nodes x 6 x 2 feet), the centroidal momentum h, the centre of mass, dt and the solver stats.
-    ``jacobian``: the centroidal momentum's, analytical (``centroidal_dynamics_derivatives``) or AD."""
+    """Solve the weight shift: a dict with the model, t, q, v (nodes + 1 rows), the wrenches (nodes x 6 x 2
+    feet), the momentum h, the centre of mass, dt and the stats. ``jacobian``: the momentum's, or AD."""
     if nodes < 4:
         raise ValueError(f"nodes must be at least 4, got {nodes}")
-    model = common.load_talos()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the grippers' mimic joints are loaded as independent joints
+        model = load_robot("talos_reduced")
     nq, nv, m = model.nq, model.nv, model.mass
     dt = duration / nodes
-    q0 = common.talos_standing(model)
+    q0 = np.array(casrbd.neutral(model), dtype=float)  # half-sitting legs, the rest neutral, soles on the ground
+    q0[[model.idx_q[model.joint_index(f"leg_{s}_{k}_joint")] for s in ("left", "right") for k in range(1, 7)]] = LEG * 2
+    q0 = feet_on_ground(model, q0, FEET)
     soles = [casrbd.frame_placement(model, q0, f) for f in FEET]
     g = np.r_[model.gravity, 0, 0, 0]
 
@@ -76,11 +71,7 @@ def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False,
     joints = slice(7, nq)
     opti.subject_to(opti.bounded(model.lower[joints], Qs[joints, :], model.upper[joints]))
     for i in range(2):
-        f, tau = Ws[6 * i : 6 * i + 3, :], Ws[6 * i + 3 : 6 * i + 6, :]
-        common.friction_pyramid(opti, f, mu)
-        # centre of pressure within the sole: |tau_y| <= L f_z, |tau_x| <= W f_z
-        opti.subject_to(opti.bounded(-SOLE[0] * f[2, :], tau[1, :], SOLE[0] * f[2, :]))
-        opti.subject_to(opti.bounded(-SOLE[1] * f[2, :], tau[0, :], SOLE[1] * f[2, :]))
+        sole_wrench_cone(opti, Ws[6 * i : 6 * i + 6, :], mu, *SOLE)
     weight = np.r_[0, 0, m * 9.81 / 2, 0, 0, 0]
     smooth = ca.sumsqr((Vs[:, 1:] - Vs[:, :-1]) / dt)  # the whole body follows closely
     wrenches = ca.sumsqr(Ws - np.tile(weight, 2)[:, None])
@@ -88,8 +79,8 @@ def solve(nodes=20, duration=1.2, mu=0.7, jacobian="analytical", compiled=False,
     opti.minimize(dt * (ca.sumsqr(Vs) + 1e-2 * smooth + 1e-4 * wrenches + 10 * posture))
     opti.set_initial(Qs, np.tile(q0[:, None], nodes + 1))
     opti.set_initial(Ws, np.tile(np.tile(weight, 2)[:, None], nodes + 1))  # a linear map of the variables
-    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
-    result = common.trajectories(value, dt, q=Qs, v=Vs, h=H, com=C)
+    stats, value = solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = trajectories(value, dt, q=Qs, v=Vs, h=H, com=C)
     wrenches = value(Ws).T.reshape(nodes + 1, 2, 6).transpose(0, 2, 1)
     result.update(model=model, wrenches=wrenches, soles=soles, feet=FEET, mu=mu, stats=stats)
     return result
@@ -101,7 +92,7 @@ def whole_body_residual(result):
     model, q, v, dt = result["model"], result["q"], result["v"], result["dt"]
     out = []
     for k in range(len(q) - 1):
-        f_ext = np.array(common.contact_forces(model, q[k], result["feet"], result["wrenches"][k]))
+        f_ext = np.array(contact_forces(model, q[k], result["feet"], result["wrenches"][k]))
         out.append(casrbd.rnea(model, q[k], v[k], (v[k + 1] - v[k]) / dt, f_ext)[:6])
     return np.array(out)
 
@@ -121,7 +112,7 @@ def main(argv=None):
         __doc__, 20, "intervals over the 1.2 s motion", "write the trajectories and PATH_snapshots.png", ("jacobian",)
     )
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     residual, weight = np.abs(whole_body_residual(result)).max(), result["model"].mass * 9.81
     check = f"whole-body check: largest base wrench entry {residual:.3g} N or N m (weight {weight:.1f} N)"
     return common.finish(args, "talos weight shift", result, plot, "talos_reduced", notes=(check,))

@@ -1,15 +1,11 @@
 """Solo12 forward jump in inverse-dynamics form, with a fixed contact schedule.
 
-Decision variables at each node: the configuration q (free-flyer base with a
-quaternion), the velocity v, the acceleration a and a world-frame contact
-force per foot. The torques are tau = rnea(q, v, a, f_ext), with every foot
-force moved to the local frame of the foot's knee joint; the six base rows
-of tau must vanish (the base is not actuated) and the twelve joint torques
-stay within their limit. The schedule: all feet on the ground, a flight
-phase, all feet on the ground again ``jump`` metres further on. Stance feet
-stay where they are and push inside a linearised friction cone (pyramid);
-the configuration is updated on its manifold, q_{k+1} = q_k (+) v_k dt, so
-the quaternion stays a unit quaternion.
+Decision variables at each node: the configuration q (free-flyer base with a quaternion), the velocity
+v, the acceleration a and a world-frame force per foot. The torques are tau = rnea(q, v, a, f_ext), the
+forces moved to their knees' frames (``ocp.opti.contact_forces``); the base rows of tau vanish (it is
+not actuated), the joint torques stay within their limit. The schedule: all feet on the ground, a flight,
+all feet down again ``jump`` metres further on. Stance feet stay put and push inside a friction pyramid;
+q_{k+1} = q_k (+) v_k dt on the manifold, so the quaternion stays a unit quaternion.
 
     python examples/legged.py --nodes 40 --jacobian analytical --plot solo.png
 """
@@ -20,9 +16,10 @@ import numpy as np
 
 import casrbd
 from casrbd import ocp
-from casrbd.models import load_robot
+from casrbd.models import feet_on_ground, load_robot, reference_configurations
+from casrbd.ocp.legged import SOLO_FEET as FEET
+from casrbd.ocp.opti import contact_forces, friction_pyramid, interpolate, schedule, solve_ipopt, trajectories
 
-FEET = common.SOLO_FEET
 PHASES = (("stance", 0.3), ("flight", 0.2), ("stance", 0.3))  # (contact, seconds)
 
 
@@ -46,18 +43,19 @@ def solve(
             raise ValueError(f"{arg} must be positive, got {val}")
     model = load_robot("solo12")
     nq, nv, nf = model.nq, model.nv, len(FEET)
-    phase, dt = common.schedule(nodes, PHASES)
+    phase, dt = schedule(nodes, PHASES)
     contact = np.array([PHASES[p][0] == "stance" for p in phase])  # all feet on the ground, per interval
     if contact.all() or not contact.any():
         raise ValueError(f"nodes={nodes} is too few to resolve the contact schedule {PHASES}")
-    q_start, q_goal = common.solo12_standing(model), common.solo12_standing(model, jump)
+    q_start = feet_on_ground(model, reference_configurations("solo12")["straight_standing"], FEET)
+    q_goal = q_start + np.r_[jump, np.zeros(nq - 1)]
     rnea = ocp.dynamics(model, "rnea", jacobian, f_ext=True, second_order=second_order)
 
     # per node, as an MX Function mapped over the nodes: torques and foot positions
     q, v, a, F = ca.MX.sym("q", nq), ca.MX.sym("v", nv), ca.MX.sym("a", nv), ca.MX.sym("F", 3 * nf)
     feet = ca.horzcat(*[casrbd.function(model, "frame_placement", frame=f)(q)[:3, 3] for f in FEET])
     node = ca.Function(
-        "node", [q, v, a, F], [rnea(q, v, a, common.contact_forces(model, q, FEET, ca.reshape(F, 3, nf))), feet]
+        "node", [q, v, a, F], [rnea(q, v, a, contact_forces(model, q, FEET, ca.reshape(F, 3, nf))), feet]
     )
     q_next, v_next = ocp.euler_step(model, q, v, a, dt)
     step = ca.Function("step", [q, v, a], [ca.vertcat(q_next, v_next)])
@@ -81,17 +79,17 @@ def solve(
             landed = landed or (k > 0 and not contact[k - 1])
             # feet stay on their spot: where they started, or where they land (jump further on)
             opti.subject_to(P[:, nf * k : nf * (k + 1)] == feet_start + np.array([[jump if landed else 0.0], [0], [0]]))
-            common.friction_pyramid(opti, Fk, mu)
+            friction_pyramid(opti, Fk, mu)
         else:
             opti.subject_to(Fs[:, k] == 0)
             opti.subject_to(P[:, nf * k : nf * (k + 1)][2, :] >= 0)
     opti.minimize(dt * (ca.sumsqr(tau[6:, :]) + 1e-3 * ca.sumsqr(A) + 1e-4 * ca.sumsqr(Fs)))
     # guess: standing while the base moves on at constant speed, weight shared by the feet in stance
-    opti.set_initial(Q, common.interpolate(q_start, q_goal, nodes))
+    opti.set_initial(Q, interpolate(q_start, q_goal, nodes))
     weight = model.mass * np.linalg.norm(model.gravity) / nf
     opti.set_initial(Fs, np.tile(np.array([0, 0, weight] * nf)[:, None], nodes) * contact)
-    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
-    result = common.trajectories(value, dt, q=Q, v=V, a=A, tau=tau)
+    stats, value = solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = trajectories(value, dt, q=Q, v=V, a=A, tau=tau)
     forces = value(Fs).T.reshape(nodes, nf, 3).transpose(0, 2, 1)
     result.update(model=model, contact=contact, forces=forces, feet=FEET, q_start=q_start, q_goal=q_goal)
     result.update(tau_max=tau_max, mu=mu, stats=stats)
@@ -102,11 +100,8 @@ def plot(result, path, snapshots=8):
     """Base height, joint torques and vertical foot forces over time at ``path``, and a
     stick-figure sequence at ``<path>_snapshots.png``."""
     t, q = result["t"], result["q"]
-    series = {
-        "base x, z [m]": q[:, [0, 2]],
-        "joint tau [Nm]": result["tau"][:, 6:],
-        "foot F_z [N]": result["forces"][:, 2, :],
-    }
+    series = {"base x, z [m]": q[:, [0, 2]], "joint tau [Nm]": result["tau"][:, 6:]}
+    series["foot F_z [N]"] = result["forces"][:, 2, :]
     picks = common.picks(len(q), snapshots)
     phase = ["stance" if k == len(q) - 1 or result["contact"][k] else "flight" for k in picks]
     strip = {"planes": ("xz",), "strip": True, "labels": [f"t = {t[k]:.2f} s ({p})" for k, p in zip(picks, phase)]}
@@ -118,7 +113,7 @@ def main(argv=None):
     p.add_argument("--jump", type=float, default=0.1, help="forward distance in m (default 0.1)")
     p.add_argument("--tau-max", type=float, default=2.5, help="joint torque limit in Nm (default 2.5)")
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     return common.finish(args, "solo12 jump", result, plot, "solo12")
 
 

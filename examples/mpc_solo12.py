@@ -1,14 +1,12 @@
 """Solo12 standing balance under base pushes: contact-dynamics MPC with MuJoCo as the plant.
 
-MuJoCo simulates solo12 at 1 kHz on a ground plane, a sphere at each foot
-(``casrbd.sim.Plant``); the controller updates at ``--rate`` Hz: a horizon of
-``--nodes`` semi-implicit Euler steps over ``constraint_dynamics`` with the four
-feet in rigid contact (Baumgarte damping), a cost pulling the state to the
-standing posture, the torques to the standing ones and the contact forces
-into their friction pyramids (a quadratic barrier), torques bounded
-(``TORQUE``, solo12's motors), solved with ``ocp.mpc.Horizon`` (one warm-started
-IPOPT iteration per update; the stages compiled to C unless ``--no-compiled``) and
-applied with a joint PD around the plan between updates. Two pushes hit the base.
+MuJoCo simulates solo12 at 1 kHz on a ground plane, a sphere at each foot (``casrbd.sim.Plant``); the
+controller updates at ``--rate`` Hz: ``--nodes`` semi-implicit Euler steps over ``constraint_dynamics``
+with the four feet in rigid contact (Baumgarte damping), a cost pulling the state to the standing
+posture, the torques to the standing ones and the contact forces into their friction pyramids (a
+quadratic barrier), torques bounded (``TORQUE``, solo12's motors), solved with ``ocp.mpc.Horizon`` (one
+warm-started IPOPT iteration per update; stages compiled to C unless ``--no-compiled``) and applied with a
+joint PD around the plan between updates. Two pushes hit the base.
 
     python examples/mpc_solo12.py --plot mpc_solo12.png --html mpc_solo12.html
 """
@@ -20,21 +18,22 @@ import common
 import numpy as np
 
 import casrbd
-from casrbd.ocp import compile_stages, gauss_newton_stage
+from casrbd.models import feet_on_ground, reference_configurations
+from casrbd.ocp import QuadraticBarrier, compile_stages, gauss_newton_stage
+from casrbd.ocp.legged import SOLO_FEET as FEET
 from casrbd.ocp.mpc import MPC, Horizon
 from casrbd.sim import Plant, Push
 
-FEET, RADIUS, TORQUE, KD = common.SOLO_FEET, 0.02, 2.7, 50.0
+RADIUS, TORQUE, KD = 0.02, 2.7, 50.0
 CONE = np.array([[1, 0, -0.7], [-1, 0, -0.7], [0, 1, -0.7], [0, -1, -0.7], [0, 0, 1]])  # mu = 0.7
 PUSHES = (Push(0.5, "root_joint", (1.0, 0.0, 0.0)), Push(1.5, "root_joint", (0.0, -1.0, 0.0)))
-# weights of q (-) q_standing: base position, orientation, joints
-W_Q = np.r_[[100.0] * 3, [100.0] * 3, [1.0] * 12]
+W_Q = np.r_[[100.0] * 3, [100.0] * 3, [1.0] * 12]  # weights of q (-) q_standing: base position, orientation, joints
 
 
 def standing(model):
     """The standing configuration with the foot spheres on the ground, and its static joint torques (least
     norm, with the contact forces)."""
-    q = common.solo12_standing(model)
+    q = feet_on_ground(model, reference_configurations("solo12")["straight_standing"], FEET)
     q[2] += RADIUS
     J = np.vstack([np.asarray(casrbd.frame_jacobian(model, q, f, "local_world_aligned"))[:3] for f in FEET])
     A = np.hstack([np.vstack([np.zeros((6, 12)), np.eye(12)]), J.T])
@@ -57,7 +56,7 @@ def balance_horizon(model, q_ref, u_ref, nodes, dt, compiled):
     xs, us, p, y = ca.SX.sym("x", nq + nv), ca.SX.sym("u", 12), ca.SX.sym("p", 0), ca.SX.sym("y", nv + 12)
     cone = ca.vec(ca.mtimes(CONE, ca.reshape(y[nv:], 3, 4)))
     running = 0.5 * ca.sumsqr(np.sqrt(W_Q) * y[:nv]) + 0.5 * ca.sumsqr(xs[nq:]) + 5 * ca.sumsqr(us - u_ref)
-    running += 100 * common.barrier(cone, np.tile([-np.inf] * 4 + [0], 4), np.tile([0.0] * 4 + [np.inf], 4))
+    running += 100 * QuadraticBarrier(np.tile([-np.inf] * 4 + [0], 4), np.tile([0.0] * 4 + [np.inf], 4))(cone, None)
     cost = ca.Function("solo_cost", [xs, us, p, y], [dt * running])
     u0, y_end = ca.MX.sym("u", 0), ca.SX.sym("y", nv)
     inner_end = ca.Function("solo_end_inner", [x, u0], [x, dq])
@@ -113,12 +112,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     result = run(args.rate, args.nodes, duration=args.duration, compiled=args.compiled)
     print("\n".join(summary(result)))
-    if args.plot:
-        plot(result, args.plot)
-    if args.html:
-        r = result["record"]
-        every = max(1, len(r.t) // 500)
-        common.write_html(args.html, result["model"], r.t[::every], r.q[::every], "solo12")
+    common.record_outputs(args, result, plot, "solo12")
     return 0
 
 

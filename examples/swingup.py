@@ -17,6 +17,7 @@ import numpy as np
 
 from casrbd import load_urdf, ocp
 from casrbd.models import load_robot
+from casrbd.ocp.opti import interpolate, solve_ipopt, trajectories
 
 # two 0.1 m links swinging about x, upright at q = 0 (example-robot-data's pendulum, simplified)
 URDF = """<robot name="double_pendulum_fallback">
@@ -76,10 +77,10 @@ def solve(
     opti.subject_to(opti.bounded(-v_max, X[n:, :], v_max))
     opti.minimize(dt * ca.sumsqr(U))
     # guess: the first joint turns at constant speed from down to up (the rest of x and u: 0)
-    opti.set_initial(X[0, :], common.interpolate(np.pi, 0, nodes))
+    opti.set_initial(X[0, :], interpolate(np.pi, 0, nodes))
     opti.set_initial(X[n, :], -np.pi / duration)
-    stats, value = common.solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
-    result = common.trajectories(value, dt, q=X[:n, :], v=X[n:, :], tau=U)
+    stats, value = solve_ipopt(opti, hessian=hessian, verbose=verbose, compiled=compiled)
+    result = trajectories(value, dt, q=X[:n, :], v=X[n:, :], tau=U)
     result.update(model=model, x_start=x_start, x_goal=x_goal, tau_max=tau_max, stats=stats)
     return result
 
@@ -99,7 +100,7 @@ def main(argv=None):
     p.add_argument("--tau-max", type=float, default=0.3, help="torque limit in Nm (default 0.3)")
     p.add_argument("--v-max", type=float, default=10.0, help="velocity limit in rad/s (default 10)")
     args = p.parse_args(argv)
-    result = solve(**common.arguments(args, solve))
+    result = common.call(args, solve)
     robot = "double_pendulum" if result["model"].name == "2dof_planar" else None
     return common.finish(args, "swing-up", result, plot, robot)
 

@@ -146,3 +146,61 @@ def test_module_length():
     lengths = {p.relative_to(ROOT).as_posix(): len(p.read_text().splitlines()) for p in MODULES.values()}
     long = {p: n for p, n in lengths.items() if n > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines, split them: {long}"
+
+
+# ---- tests and benchmarks build on casrbd, never on the examples ----
+EXAMPLE_RUNNER = ROOT / "tests" / "example_runner.py"  # the one way tests run an example
+EXAMPLE_MODULES = {p.stem for p in (ROOT / "examples").glob("*.py")}
+
+
+def _mentions_examples(node):
+    text = ast.unparse(node)
+    return "examples" in text or "EXAMPLES" in text
+
+
+def _example_uses(path, benchmark):
+    """(line, what) of each place the file builds on examples/: an import of an example module or of its
+    helper ``common`` (by name, or through ``sys.modules``), examples/ put on ``sys.path``, an example loaded
+    by ``importlib``'s ``spec_from_file_location`` or, in benchmarks, ``runpy``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, f"import {a.name}") for a in node.names if a.name.split(".")[0] in EXAMPLE_MODULES]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module.split(".")[0] in EXAMPLE_MODULES:
+            found.append((node.lineno, f"from {node.module} import"))
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "sys.modules":
+            if isinstance(node.slice, ast.Constant) and node.slice.value in EXAMPLE_MODULES:
+                found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+            name = ast.unparse(node.func)
+            loaders = ("spec_from_file_location", "run_path") if benchmark else ("spec_from_file_location",)
+            if (name.startswith("sys.path.") or name.split(".")[-1] in loaders) and _mentions_examples(node):
+                found.append((node.lineno, name))
+    return sorted(found)
+
+
+def test_no_test_or_benchmark_imports_from_examples():
+    """What a test or a benchmark needs of an example lives in casrbd (robots in ``casrbd.models``, problems in
+    ``casrbd.ocp``, scenarios in ``casrbd.sim``); the tests run examples through tests/example_runner.py only,
+    and benchmarks time the library, not example files."""
+    files = [p for d in ("tests", "benchmarks") for p in sorted((ROOT / d).rglob("*.py")) if p != EXAMPLE_RUNNER]
+    uses = {p: _example_uses(p, p.is_relative_to(ROOT / "benchmarks")) for p in files}
+    bad = [f"{p.relative_to(ROOT)}:{line} {what}" for p, found in uses.items() for line, what in found]
+    assert not bad, f"tests or benchmarks building on examples/ (move what they need into casrbd): {bad}"
+
+
+def test_the_example_check_finds_each_way_of_importing_an_example(tmp_path):
+    """The check above on a file written to fail it in every way it looks for (so that it can fail)."""
+    path = tmp_path / "probe.py"
+    lines = [
+        "import common",
+        "from arm_p2p import Q_GOAL",
+        "sys.modules['common'].interpolate",
+        "sys.path.insert(0, str(ROOT / 'examples'))",
+        "importlib.util.spec_from_file_location('x', ROOT / 'examples' / 'x.py')",
+        "runpy.run_path(str(EXAMPLES / 'swingup.py'))",
+        "import casrbd.models",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    assert [line for line, _ in _example_uses(path, benchmark=True)] == [1, 2, 3, 4, 5, 6]
+    assert [line for line, _ in _example_uses(path, benchmark=False)] == [1, 2, 3, 4, 5]

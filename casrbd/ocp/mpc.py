@@ -22,11 +22,9 @@ from typing import NamedTuple
 import casadi as ca
 import numpy as np
 
-from ..functions import function
 from .compile import compile_stages
+from .reach import WEIGHTS, reaching_stages
 from .solvers import solver_options
-from .stages import gauss_newton_stage
-from .transcription import forward_dynamics_ode, rk4
 
 
 class Plan(NamedTuple):
@@ -218,47 +216,19 @@ class MPC:
         return FeedbackLaw(t, self.dt, plan.us[0], x, plan.xs[1], self.kp, self.kd, *self.joints)
 
 
-def reaching_horizon(
-    model,
-    tool,
-    target,
-    nodes=10,
-    dt=0.03,
-    weights=(100.0, 0.1, 0.01, 1000.0, 10.0),
-    compiled=None,
-    flags=None,
-    **options,
-):
+def reaching_horizon(model, tool, target, nodes=10, dt=0.03, weights=WEIGHTS, compiled=None, flags=None, **options):
     """The ``Horizon`` of a fixed-base arm (nq = nv) bringing the frame ``tool`` to ``target`` (3 numbers,
-    the stages' parameter): RK4 steps of ``dt`` of the forward dynamics, state [q; v], control the joint
-    torques; running cost (w_p |p_tool - target|^2 + w_v |v|^2 + w_u |(tau - g(q)) / effort|^2) dt, terminal
-    cost w_pN |p_tool - target|^2 + w_vN |v|^2, ``weights`` = (w_p, w_v, w_u, w_pN, w_vN); g(q) the gravity
-    torques, so holding the arm still costs nothing. Gauss-Newton stages (``gauss_newton_stage``);
+    the stages' parameter): ``reaching_stages`` (RK4 steps of ``dt`` of the forward dynamics, state [q; v],
+    control the joint torques; running cost (w_p |p_tool - target|^2 + w_v |v|^2 + w_u |(tau - g(q)) /
+    effort|^2) dt, terminal cost w_pN |p_tool - target|^2 + w_vN |v|^2, ``weights`` = (w_p, w_v, w_u, w_pN,
+    w_vN); g(q) the gravity torques, so holding the arm still costs nothing) as Gauss-Newton stages;
     ``compiled``: a library name, to compile them (``compile_stages`` with ``flags``) and solve the NLP as SX
     (``expand``; uncompiled, the NLP stays MX, which builds in a second). Hard bounds: the
     model's position, velocity and effort limits (infinite where it has none). ``options``: ``Horizon``'s."""
     if model.nq != model.nv:
         raise ValueError(f"model {model.name!r}: reaching_horizon takes a fixed-base arm (nq = nv)")
     model.frame_index(tool)
-    n = model.nv
-    effort = np.where(np.isfinite(model.effort_limit) & (model.effort_limit > 0), model.effort_limit, 1.0)
-    w_p, w_v, w_u, w_pN, w_vN = weights
-    fd, place = function(model, "aba", jacobian="analytical"), function(model, "frame_placement", frame=tool)
-    gravity = function(model, "generalized_gravity")
-    X, U = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)  # MX: the RK4 step's Jacobian through aba's analytical one
-    y = ca.vertcat(place(X[:n])[:3, 3], gravity(X[:n]))
-    inner = ca.Function("reach_inner", [X, U], [rk4(forward_dynamics_ode(model, fd), X, U, dt), y])
-    x, u, target_sym = ca.SX.sym("x", 2 * n), ca.SX.sym("u", n), ca.SX.sym("p", 3)
-    y_sym = ca.SX.sym("y", 3 + n)
-    running = (
-        w_p * ca.sumsqr(y_sym[:3] - target_sym) + w_v * ca.sumsqr(x[n:]) + w_u * ca.sumsqr((u - y_sym[3:]) / effort)
-    ) * dt
-    cost = ca.Function("reach_cost", [x, u, target_sym, y_sym], [running])
-    u0, y_end = ca.SX(0, 1), ca.SX.sym("y", 3)
-    inner_end = ca.Function("reach_end_inner", [X, ca.MX.sym("u", 0)], [X, place(X[:n])[:3, 3]])
-    end = w_pN * ca.sumsqr(y_end - target_sym) + w_vN * ca.sumsqr(x[n:])
-    cost_end = ca.Function("reach_end_cost", [x, u0, target_sym, y_end], [end])
-    stages = [gauss_newton_stage("reach", cost, inner), gauss_newton_stage("reach_end", cost_end, inner_end)]
+    stages = reaching_stages(model, dt, tool, weights, gauss_newton=True)
     if compiled:
         stages = compile_stages(stages, compiled, flags)
         options.setdefault("expand", True)

@@ -12,6 +12,11 @@ with its structure detection) with its variables in stage order (x_0, u_0, x_1,
 ..., x_N) and x0 and the target as its parameters, so that the solution's
 sensitivity to x0 and the feedback gains K_k = du_k/dx_k come from the KKT
 system at the solution, without a re-solve (``Reach.sensitivity``).
+
+``reaching_stages`` writes the reaching problem once, as stage Functions
+(x, u, p) -> (cost, x_next): ``Reach`` sums its exact stages,
+``ocp.mpc.reaching_horizon`` solves its Gauss-Newton stages again and again,
+and examples/mpc_arm.py maps them in an Opti problem towards a joint goal.
 """
 
 import time
@@ -24,12 +29,62 @@ from ..models import load_robot
 from ..spec import EXPLICIT_INTEGRATORS as INTEGRATORS
 from ..spec import SOLVERS, choice
 from .solvers import solver_options, solver_status
+from .stages import gauss_newton_stage
 from .transcription import dynamics, forward_dynamics_ode, rk4
 
 ACTIVE = 1e-6  # a bound is active where the solution is this close to it (relative to 1 + |bound|)
 # arm7 bent away from its upright, singular neutral configuration, and a target of its tool near it [m]
 REST = (0.0, 0.6, 0.0, -1.2, 0.0, 0.6, 0.0)
 TARGET = (0.8, 0.2, 0.4)
+# (w_p, w_v, w_u, w_pN, w_vN) of reaching_stages
+WEIGHTS = (100.0, 0.1, 0.01, 1000.0, 10.0)
+
+
+def reaching_stages(
+    model, dt, frame=None, weights=WEIGHTS, gravity=True, integrator="rk4", fd=None, gauss_newton=False
+):
+    """The stages (x, u, p) -> (cost, x_next) of a fixed-base arm (nq = nv) reaching the goal p: ``frame``'s
+    position (p: 3 numbers), or with ``frame`` None the configuration (p: nq numbers). State [q; v], control
+    the joint torques tau; one RK4 (or Euler: ``integrator``) step of ``dt`` of the forward dynamics ``fd``
+    (q, v, tau) -> a (default ``aba`` with its analytical Jacobian). With y(q) the frame's position or q,
+    ``weights`` = (w_p, w_v, w_u, w_pN, w_vN): the stage's cost (w_p |y - p|^2 + w_v |v|^2 + w_u |(tau -
+    g(q)) / effort|^2) dt, the terminal stage's (x_N, no u, p) w_pN |y - p|^2 + w_vN |v|^2; g(q) the gravity
+    torques with ``gravity`` (holding the arm still then costs nothing), else 0; effort the model's
+    effort limits (1 where it has none). ``gauss_newton``: Gauss-Newton stages (``gauss_newton_stage``),
+    else exact ones."""
+    if model.nq != model.nv:
+        raise ValueError(f"model {model.name!r}: reaching takes a fixed-base arm (nq = nv), got nq {model.nq}")
+    choice("integrator", integrator, INTEGRATORS)
+    if len(weights) != 5:
+        raise ValueError(f"weights must be (w_p, w_v, w_u, w_pN, w_vN), got {weights!r}")
+    n = model.nv
+    effort = np.where(np.isfinite(model.effort_limit) & (model.effort_limit > 0), model.effort_limit, 1.0)
+    w_p, w_v, w_u, w_pN, w_vN = weights
+    ode = forward_dynamics_ode(model, function(model, "aba", jacobian="analytical") if fd is None else fd)
+    X, U = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)  # MX: the step's Jacobian through fd's own
+    goal = X[:n] if frame is None else function(model, "frame_placement", frame=frame)(X[:n])[:3, 3]
+    g = function(model, "generalized_gravity")(X[:n]) if gravity else ca.MX(0, 1)
+    step = rk4(ode, X, U, dt) if integrator == "rk4" else X + dt * ode(X, U)
+    inner = ca.Function("reach_inner", [X, U], [step, ca.vertcat(goal, g)])
+    inner_end = ca.Function("reach_end_inner", [X, ca.MX.sym("u", 0)], [X, goal])
+    ny = goal.numel()
+    x, u, p, y = ca.SX.sym("x", 2 * n), ca.SX.sym("u", n), ca.SX.sym("p", ny), ca.SX.sym("y", ny + g.numel())
+    tau = u - y[ny:] if gravity else u
+    running = (w_p * ca.sumsqr(y[:ny] - p) + w_v * ca.sumsqr(x[n:]) + w_u * ca.sumsqr(tau / effort)) * dt
+    cost = ca.Function("reach_cost", [x, u, p, y], [running])
+    y_end = ca.SX.sym("y", ny)
+    end = w_pN * ca.sumsqr(y_end - p) + w_vN * ca.sumsqr(x[n:])
+    cost_end = ca.Function("reach_end_cost", [x, ca.SX(0, 1), p, y_end], [end])
+    stage = gauss_newton_stage if gauss_newton else _exact_stage
+    return stage("reach", cost, inner), stage("reach_end", cost_end, inner_end)
+
+
+def _exact_stage(name, cost, inner):
+    """(x, u, p) -> (cost(x, u, p, y), x_next), with (x_next, y) = inner(x, u)."""
+    x, u = ca.MX.sym("x", inner.sparsity_in(0)), ca.MX.sym("u", inner.sparsity_in(1))
+    p = ca.MX.sym("p", cost.sparsity_in(2))
+    x_next, y = inner(x, u)
+    return ca.Function(name, [x, u, p], [cost(x, u, p, y), x_next], ["x", "u", "p"], ["cost", "x_next"])
 
 
 def build(
@@ -70,20 +125,17 @@ class Reach:
                 f"rest must have shape ({model.nq},) (a configuration of {model.name}), got {self.rest.shape}"
             )
         self.model, self.nodes, self.nx, self.nu = model, int(nodes), 2 * n, n
-        ode = forward_dynamics_ode(model, dynamics(model, "aba"))
-        x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", n)
-        step = rk4(ode, x, u, dt) if integrator == "rk4" else x + dt * ode(x, u)
-        step = ca.Function("step", [x, u], [step])
-        tool = function(model, "frame_placement", frame=frame)
+        weights = (0.0, w_v, 1.0, w_target, w_rest)  # no pull on the way, the torques against their limits
+        stage, terminal = reaching_stages(model, dt, frame, weights, False, integrator, dynamics(model, "aba"))
         self._gravity = function(model, "generalized_gravity")
 
         # variables in stage order (x_0, u_0, ..., x_N); each gap constraint right after its stage
         x0, target = ca.MX.sym("x0", 2 * n), ca.MX.sym("target", 3)
         X = [ca.MX.sym(f"x_{k}", 2 * n) for k in range(self.nodes + 1)]
         U = [ca.MX.sym(f"u_{k}", n) for k in range(self.nodes)]
-        cost = sum(dt * (ca.sumsqr(U[k] / model.effort_limit) + w_v * ca.sumsqr(X[k][n:])) for k in range(nodes))
-        cost += w_target * ca.sumsqr(tool(X[-1][:n])[:3, 3] - target) + w_rest * ca.sumsqr(X[-1][n:])
-        gaps = [X[0] - x0] + [X[k + 1] - step(X[k], U[k]) for k in range(self.nodes)]
+        steps = [stage(X[k], U[k], target) for k in range(self.nodes)]
+        cost = sum(c for c, _ in steps) + terminal(X[-1], ca.MX(0, 1), target)[0]
+        gaps = [X[0] - x0] + [X[k + 1] - x_next for k, (_, x_next) in enumerate(steps)]
         w = ca.vertcat(*[v for k in range(self.nodes) for v in (X[k], U[k])], X[-1])
         nlp = {"x": w, "p": ca.vertcat(x0, target), "f": cost, "g": ca.vertcat(*gaps)}
         options = solver_options(solver=name, expand=True, **solver)

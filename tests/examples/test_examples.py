@@ -1,11 +1,11 @@
 """The examples and the command line run as documented."""
 
-import runpy
-import sys
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from example_runner import example
 
 import casrbd
 from casrbd import cli
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_quickstart_runs(capsys):
-    runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
+    example("quickstart")  # runs as it is loaded
     printed = capsys.readouterr().out
     model = load_robot("arm7")
     a = casrbd.aba(model, casrbd.neutral(model), np.zeros(7), np.ones(7))
@@ -97,13 +97,14 @@ def test_the_code_and_docs_cite_papers_by_name():
 def test_an_ocp_example_writes_its_motion_as_html(tmp_path, capsys):
     """`--html PATH` (every optimal-control example takes it): the swing-up's motion with the double
     pendulum's meshes where example-robot-data is installed, else its stick figure."""
-    if str(ROOT / "examples") not in sys.path:
-        sys.path.insert(0, str(ROOT / "examples"))  # the examples import common
-    swingup = runpy.run_path(str(ROOT / "examples" / "swingup.py"), run_name="swingup")
-    path = tmp_path / "swingup.html"
-    swingup["main"](["--nodes", "12", "--html", str(path)])
+    swingup = example("swingup")
+    path, stats = tmp_path / "swingup.html", tmp_path / "stats.json"
+    swingup.main(["--nodes", "12", "--html", str(path), "--stats", str(stats)])
     text = path.read_text()
     assert "wrote" in capsys.readouterr().out and '"joints":' in text and "<canvas" in text
+    # --stats (what benchmarks/ocp.py reads): the solver's statistics and the wall time around them
+    written = json.loads(stats.read_text())
+    assert written["stats"]["success"] and written["seconds"] > written["stats"]["t_total"] > 0
 
 
 # every flag of these command lines but --verbose, small sizes (the shared flags of the optimal-control
@@ -123,9 +124,7 @@ SUMMARY = {
 @pytest.mark.parametrize("name", sorted(COMMAND_LINES))
 def test_command_line_takes_its_flags_and_writes_the_plot(name, tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    if str(ROOT / "examples") not in sys.path:
-        sys.path.insert(0, str(ROOT / "examples"))  # the examples import common
-    main = runpy.run_path(str(ROOT / "examples" / f"{name}.py"), run_name=name)["main"]
+    main = example(name).main
     path = tmp_path / f"{name}.png"
     assert main([*COMMAND_LINES[name].split(), "--plot", str(path)]) == 0
     assert SUMMARY[name] in capsys.readouterr().out

@@ -10,21 +10,14 @@ torques replayed on the designed arm (a numeric model built from the design's pa
 the goal.
 """
 
-import runpy
-import sys
-from pathlib import Path
-
+import example_runner
 import numpy as np
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def example(name):
     """The example's module namespace (its main() not run)."""
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))  # the examples import common
-    return runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name=name)
+    return vars(example_runner.example(name))
 
 
 def pseudo_inertia_by_hand(p):
@@ -62,8 +55,8 @@ def test_consistent_fit_is_physical_and_predicts(identification):
 
 
 def test_identification_report_prints_the_figures(identification, capsys):
-    _, r = identification
-    sys.modules["common"].identification_report(r)  # the examples' printing, imported by identification
+    ex, r = identification
+    ex["report"](r)
     out = capsys.readouterr().out
     assert "base parameters by least squares: error / standard deviation: rms" in out
     assert "smallest pseudo-inertia eigenvalue per body" in out
@@ -81,5 +74,5 @@ def test_codesign(capsys):
     assert co["motors"].sum() < 0.9 * seq["motors"].sum()
     final = ex["simulate"](r["model"], co)
     assert np.abs(final - np.r_[ex["GOAL"], 0, 0]).max() < 1e-5
-    sys.modules["common"].codesign_report(r)  # the examples' printing, imported by codesign
+    ex["report"](r)
     assert "co-design (Solve_Succeeded" in capsys.readouterr().out

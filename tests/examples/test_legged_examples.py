@@ -11,10 +11,7 @@ touchdown (the landing feet at rest after them); the weight shift's soles, centr
 planned wrenches: the base's wrench is a small fraction of the weight).
 """
 
-import importlib.util
-import sys
-from pathlib import Path
-
+import example_runner
 import numpy as np
 import pytest
 from conftest import requires_example_robot_data
@@ -24,18 +21,12 @@ from casrbd import ocp
 from casrbd.models import load_robot
 from casrbd.ocp import legged
 
-ROOT = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
 TOL = 1e-6
 
 
 def example(name):
-    if str(ROOT / "examples") not in sys.path:
-        sys.path.insert(0, str(ROOT / "examples"))  # the examples import common
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_runner.example(name)
 
 
 @pytest.fixture(scope="module")

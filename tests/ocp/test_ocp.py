@@ -14,11 +14,10 @@ rnea(q, v, a) - sum J_foot^T F with frame Jacobians instead of the examples'
 f_ext mapping (legged), and the plant's closed loop (MPC).
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import casadi as ca
+import example_runner
 import numpy as np
 import pytest
 from conftest import normalized_slices, requires_example_robot_data
@@ -35,12 +34,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def example(name):
     """The module examples/<name>.py (its main logic is a function; main() is the command line)."""
-    if str(ROOT / "examples") not in sys.path:
-        sys.path.insert(0, str(ROOT / "examples"))  # mpc_arm imports arm_p2p
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_runner.example(name)
 
 
 def fine_rk4(model, x, tau, dt, substeps=50):
@@ -287,21 +281,20 @@ def test_arm_follows_the_true_dynamics_to_the_goal_within_limits(arms):
 
 def test_arm_falls_back_to_arm7_with_its_urdf_limits(monkeypatch):
     mod = example("arm_p2p")
-    common = sys.modules["common"]  # the examples' shared loaders, imported by arm_p2p
-    real = common.robot_path
+    real = casrbd.models.robot_path
 
     def no_panda(name):
         if name == "panda":
             raise LookupError(name)
         return real(name)
 
-    monkeypatch.setattr(common, "robot_path", no_panda)
-    model, limits, tool = mod.load_arm()
+    monkeypatch.setattr(casrbd.models, "robot_path", no_panda)
+    model, tool = casrbd.models.load_arm()
     assert (model.name, model.nv, tool) == ("arm7", 7, "tool")
-    np.testing.assert_array_equal(limits["effort"][:3], [200, 175, 150])  # arm7.urdf
-    np.testing.assert_array_equal(limits["velocity"], 2.0)
+    np.testing.assert_array_equal(model.effort_limit[:3], [200, 175, 150])  # arm7.urdf
+    np.testing.assert_array_equal(model.velocity_limit, 2.0)
     for q in (mod.Q_START, mod.Q_GOAL):
-        assert within(q, limits["lower"], limits["upper"])
+        assert within(q, model.lower, model.upper)
 
 
 def test_arm_plot_writes_the_series_and_the_snapshots(arms, tmp_path, matplotlib):

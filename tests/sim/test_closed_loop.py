@@ -2,13 +2,13 @@
 within 5 mm without leaving its torque and joint limits, and the same check fails with a controller whose
 model has every mass three times the plant's (so it catches a broken controller)."""
 
-import runpy
-
 import numpy as np
 import pytest
-from sim_robots import EXAMPLES, load, load_arm
+from example_runner import example
+from sim_robots import load
 
 import casrbd
+from casrbd.models import load_arm
 from casrbd.ocp.mpc import MPC, reaching_horizon
 from casrbd.sim import Plant, scaled_masses
 
@@ -28,7 +28,7 @@ def reach(controller_model, model, tool):
 
 
 def test_mpc_reaches_the_target_within_the_limits():
-    model, _, tool = load_arm()
+    model, tool = load_arm()
     error, record = reach(model, model, tool)
     assert error < BOUND
     assert np.all(np.abs(record.tau) <= model.effort_limit)
@@ -37,15 +37,14 @@ def test_mpc_reaches_the_target_within_the_limits():
 
 
 def test_a_wrong_model_in_the_controller_fails_the_check():
-    model, _, tool = load_arm()
+    model, tool = load_arm()
     error, _ = reach(scaled_masses(model, 3.0), model, tool)
     assert error > BOUND
 
 
 def test_the_example_runs_and_writes_its_plots_and_replay(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    load_arm()  # puts examples/ on the path
-    main = runpy.run_path(str(EXAMPLES / "mpc_panda.py"), run_name="mpc_panda")["main"]
+    main = example("mpc_panda").main
     plot, html = tmp_path / "mpc.png", tmp_path / "mpc.html"
     main(["--no-compiled", "--rate", "50", "--hold", "0.2", "--nodes", "4", "--plot", str(plot), "--html", str(html)])
     assert "update CPU time" in capsys.readouterr().out
@@ -57,9 +56,8 @@ def test_the_example_runs_and_writes_its_plots_and_replay(tmp_path, capsys):
 @pytest.mark.slow
 def test_solo12_stands_under_the_contact_dynamics_mpc(capsys):
     load("solo12")  # skips without example-robot-data
-    load_arm()  # puts examples/ on the path
-    example = runpy.run_path(str(EXAMPLES / "mpc_solo12.py"), run_name="mpc_solo12")
-    result = example["run"](duration=0.7, compiled=False)  # the first push at 0.5 s
+    mpc_solo12 = example("mpc_solo12")
+    result = mpc_solo12.run(duration=0.7, compiled=False)  # the first push at 0.5 s
     q, q0 = result["record"].q, result["q0"]
     assert abs(q[-1, 2] - q0[2]) < 0.01 and np.linalg.norm(q[-1, :2] - q0[:2]) < 0.05
-    assert np.abs(result["record"].tau).max() <= example["TORQUE"]
+    assert np.abs(result["record"].tau).max() <= mpc_solo12.TORQUE
