@@ -24,6 +24,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import time  # noqa: E402
+from typing import NamedTuple  # noqa: E402
 
 import crocoddyl  # noqa: E402
 import numpy as np  # noqa: E402
@@ -31,7 +32,7 @@ import pinocchio as pin  # noqa: E402
 
 from casrbd.models import robot_path  # noqa: E402
 from casrbd.ocp.legged_mpc import GaitHorizon  # noqa: E402
-from casrbd.ocp.mpc import Plan  # noqa: E402
+from casrbd.ocp.mpc import MPC, Plan  # noqa: E402
 from casrbd.ocp.residuals import Control, FramePlacement, FrameTranslation, FrameVelocity, FrictionCone, State  # noqa: E402
 from casrbd.ocp.terms import Quadratic, QuadraticBarrier, WeightedQuadratic  # noqa: E402
 
@@ -39,6 +40,7 @@ from .mpc import RESULTS, SHARED, environment  # noqa: E402
 from .mpc_trot import example  # noqa: E402
 
 FRAMES = {"local": pin.LOCAL, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED, "world": pin.WORLD}
+FEEDBACK = {"pd": "joint PD", "riccati": "Riccati gains"}
 COLD_ITERATIONS = 100  # the first solve's budget: to convergence, as GaitHorizon's first (cold) solve
 
 
@@ -141,7 +143,7 @@ class CrocoddylHorizon:
     """GaitHorizon ``gait``'s problem (its model: ``robot``'s) solved by Crocoddyl's FDDP, ``iterations`` per
     warm solve; ``solve``,
     ``shift``, ``reset`` as ``GaitHorizon``'s (``mpc.MPC`` drives it). ``solve_cpu``: CPU seconds of each
-    ``solver.solve``."""
+    ``solver.solve``; ``gains``: the last solve's Riccati gains of its first knot (FDDP's K_0)."""
 
     def __init__(self, gait, robot="solo12", iterations=1):
         self.gait, self.iterations = gait, iterations
@@ -195,7 +197,7 @@ class CrocoddylHorizon:
         done = solver.solve(list(xs), list(us), COLD_ITERATIONS if cold else self.iterations, False)
         self.solve_cpu.append(time.process_time() - start)
         xs, us = np.array(solver.xs), np.array(solver.us)
-        g._last = (xs, us, g.clock)
+        g._last, self.gains = (xs, us, g.clock), np.array(solver.K[0])
         return Plan(xs, us, solver.iter, "converged" if done else "iterations")
 
     def shift(self, fraction):
@@ -203,6 +205,29 @@ class CrocoddylHorizon:
 
     def reset(self):
         self.gait.reset()
+
+
+class RiccatiLaw(NamedTuple):
+    """u = u_0 - K_0 (x (-) x_0): a plan's first knot with FDDP's Riccati gains (its forward pass' sign)."""
+
+    state: object
+    x: np.ndarray
+    u: np.ndarray
+    K: np.ndarray
+
+    def __call__(self, t, q, v):
+        return self.u - self.K @ self.state.diff(self.x, np.r_[q, v])
+
+
+class RiccatiMPC(MPC):
+    """``mpc.MPC`` of a ``CrocoddylHorizon`` answering a ``RiccatiLaw`` (the joint PD gains given are unused)."""
+
+    def __init__(self, horizon, dt, *gains):
+        super().__init__(horizon, dt)
+
+    def __call__(self, t, q, v):
+        u = super().__call__(t, q, v)
+        return RiccatiLaw(self.horizon.state, self.plans[-1].xs[0], u, self.horizon.gains)
 
 
 class _References(GaitHorizon):
@@ -241,10 +266,12 @@ def same_problem(horizon, seed=0, rotations=(0, 5)):
     return worst
 
 
-def run(duration=3.0, seed=0, push=0.5, nodes=16, iterations=1, robot="solo12"):
-    """examples/mpc_trot.py's closed loop (its ``run``: plant, pushes, gait, joint PD) with a ``CrocoddylHorizon``
-    of ``iterations`` in place of its GaitHorizon: ``run``'s result, with the horizon ("horizon") and
-    ``same_problem``'s check of it ("same")."""
+def run(duration=3.0, seed=0, push=0.5, nodes=16, iterations=1, robot="solo12", feedback="pd"):
+    """examples/mpc_trot.py's closed loop (its ``run``: plant, pushes, gait) with a ``CrocoddylHorizon`` of
+    ``iterations`` in place of its GaitHorizon and ``feedback`` "pd" (its joint PD around the plan) or "riccati"
+    (``RiccatiMPC``): ``run``'s result, with the horizon ("horizon") and ``same_problem``'s check of it ("same")."""
+    if feedback not in ("pd", "riccati"):
+        raise ValueError(f"feedback must be 'pd' or 'riccati', got {feedback!r}")
     module, made = example(), {}
 
     def horizon(*args, **options):
@@ -253,6 +280,8 @@ def run(duration=3.0, seed=0, push=0.5, nodes=16, iterations=1, robot="solo12"):
         return made["horizon"]
 
     module.GaitHorizon = horizon  # this module instance's: examples/mpc_trot.py's run builds its horizon by it
+    if feedback == "riccati":
+        module.MPC = RiccatiMPC
     return module.run(duration, nodes=nodes, push=push, seed=seed, robot=robot) | made
 
 
@@ -279,17 +308,20 @@ def main(argv=None):
     p.add_argument("--push", type=float, default=0.5, help="push impulses, N s (default 0.5)")
     p.add_argument("--nodes", type=int, default=16, help="horizon knots of 20 ms (default 16)")
     p.add_argument("--iterations", default="1,3", help="FDDP's iterations per update, comma-separated (default 1,3)")
+    p.add_argument("--feedback", default="pd,riccati", help="Crocoddyl's laws between updates (default pd,riccati)")
     args = p.parse_args(argv)
     budgets = [int(i) for i in args.iterations.split(",")]
     casrbd_side, rows, cpus, falls, same = example(), [], {}, {}, np.zeros(2)
     for seed in range(args.seeds):
         results = [
-            ("casrbd fatrop, 1 iteration", casrbd_side.run(args.duration, nodes=args.nodes, push=args.push, seed=seed))
-        ]
-        for n in budgets:
-            results.append(
-                (f"Crocoddyl FDDP, {n} iteration{'s' * (n > 1)}", run(args.duration, seed, args.push, args.nodes, n))
+            (
+                "casrbd fatrop, 1 iteration, joint PD",
+                casrbd_side.run(args.duration, nodes=args.nodes, push=args.push, seed=seed),
             )
+        ]
+        for n, feedback in ((n, f) for n in budgets for f in args.feedback.split(",")):
+            name = f"Crocoddyl FDDP, {n} iteration{'s' * (n > 1)}, {FEEDBACK[feedback]}"
+            results.append((name, run(args.duration, seed, args.push, args.nodes, n, feedback=feedback)))
         for name, result in results:
             m = casrbd_side.metrics(result)
             solve = result["horizon"].solve_cpu[1:] if "horizon" in result else None
@@ -311,18 +343,22 @@ def main(argv=None):
         f" ms, worst {np.concatenate(c).max():.2f} ms"
         for name, c in cpus.items()
     ]
+    command = (
+        f"python -m benchmarks.mpc_crocoddyl --seeds {args.seeds} --duration {args.duration} --push {args.push} "
+        f"--nodes {args.nodes} --iterations {args.iterations} --feedback {args.feedback}"
+    )
     lines = [
         "# solo12 trotting MPC: casrbd (fatrop RTI) and Crocoddyl (FDDP) on the same problem, MuJoCo as the plant",
         "",
-        f"`python -m benchmarks.mpc_crocoddyl --seeds {args.seeds} --duration {args.duration} --push {args.push} "
-        f"--nodes {args.nodes} --iterations {args.iterations}` ({environment()}, crocoddyl {crocoddyl.__version__}).",
+        f"`{command}` ({environment()}, crocoddyl {crocoddyl.__version__}).",
         "",
-        "examples/mpc_trot.py's closed loop (MuJoCo at 1 kHz, the controller at 100 Hz, a push of "
-        f"{args.push} N s a second, joint PD around the plan between updates) with GaitHorizon's problem solved",
-        "by casrbd's compiled stages and one warm-started fatrop iteration, or as Crocoddyl action models by FDDP",
-        "(one thread, warm-started from the same shifted plan, the references and weights GaitHorizon's). Columns as",
-        "in mpc_trot.md; CPU: the warm updates (ms), each the whole controller call (references, warm start, solve);",
-        "solve: Crocoddyl's `solve` alone, median (ms).",
+        f"examples/mpc_trot.py's closed loop (MuJoCo at 1 kHz, the controller at 100 Hz, a push of {args.push} N s a",
+        "second) with GaitHorizon's problem solved by casrbd (compiled stages, one warm-started fatrop iteration, the",
+        "joint PD around the plan between updates) or as Crocoddyl action models by FDDP (one thread, warm-started",
+        "from the same shifted plan, GaitHorizon's references and weights; between updates the same joint PD or",
+        "FDDP's Riccati gains of the first knot). Columns as in mpc_trot.md; median, p99, worst: the warm updates'",
+        "CPU (ms), each the whole controller call (references, warm start, solve); solve: Crocoddyl's `solve` alone,",
+        "median (ms).",
         "",
         check,
         "",
