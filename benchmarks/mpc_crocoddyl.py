@@ -160,25 +160,33 @@ class CrocoddylHorizon:
             problem.nthreads = 1
             self.problems.append(problem)
             self.solvers.append(crocoddyl.SolverFDDP(problem))
+        # per knot and contact set, and the terminal: its cost items with their terms' setters and slices of p
+        self._items = {
+            (k, s): self._bind(self.models[k][s], st) for k in range(gait.nodes) for s, (st, _) in gait.stages.items()
+        }
+        self._items["terminal"] = self._bind(self.terminal, gait.terminal)
         self.solve_cpu = []
+
+    def _bind(self, model, stage):
+        costs, at = model.differential.costs.costs, self.gait._offsets[id(stage)]
+        return [
+            (costs[t.name], costs[t.name].cost.residual, _setter(type(t.residual)), *at[t.name]) for t in stage.terms
+        ]
 
     def set_parameters(self, x0):
         """The references and weights of GaitHorizon's ``parameters(x0)`` set on the rotation's models: its
         problem."""
         g = self.gait
         rotation, p = g.parameters(x0)
-        stages, at = g._sequence(rotation) + [g.terminal], 0
-        models = [self.models[k][g.gait[(rotation + k) % len(g.gait)]] for k in range(g.nodes)] + [self.terminal]
-        for stage, model in zip(stages, models):
-            pk, costs = p[at : at + stage.function.numel_in(2)], model.differential.costs.costs
-            at += stage.function.numel_in(2)
-            for term in stage.terms:
-                where, weight = g._offsets[id(stage)][term.name]
-                item = costs[term.name]
+        at = 0
+        for k, stage in enumerate(g._sequence(rotation) + [g.terminal]):
+            key = (k, g.gait[(rotation + k) % len(g.gait)]) if k < g.nodes else "terminal"
+            pk = p[at : at + stage.function.numel_in(2)]
+            at += pk.size
+            for item, residual, setter, where, weight in self._items[key]:
                 item.weight = pk[weight]
-                setter = _setter(type(term.residual))
                 if setter is not None:
-                    setter(item.cost.residual, pk[where].copy())
+                    setter(residual, pk[where])
         return rotation
 
     def solve(self, x0):
