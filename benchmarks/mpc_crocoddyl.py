@@ -1,8 +1,9 @@
 """Crocoddyl's FDDP driving examples/mpc_trot.py's solo12 trot, side by side with casrbd's fatrop RTI.
 
     OMP_NUM_THREADS=1 .venv-croc/bin/python -m benchmarks.mpc_crocoddyl [--seeds 2] [--duration 3] [--iterations 1,3]
+        [--feedback pd,riccati]
 
-Needs the ``crocoddyl`` extra's environment (benchmarks/README.md). ``CrocoddylHorizon`` is
+Needs the ``crocoddyl`` extra's environment with MuJoCo (benchmarks/README.md). ``CrocoddylHorizon`` is
 ``ocp.legged_mpc.GaitHorizon``'s problem as Crocoddyl action models: each knot type (contact set) of the
 horizon converted term by term (``action_model``: the same residuals, activations and weights, 3-D contacts
 with the Baumgarte velocity gain kd as Crocoddyl's gains [0, kd], semi-implicit Euler), one model per knot of
@@ -10,8 +11,8 @@ the horizon and contact set, one ``ShootingProblem`` and ``SolverFDDP`` per rota
 the references and weights come from the GaitHorizon's own ``parameters(x0)`` (read by term name through its
 stages' layout) and the warm start from its ``_guess`` (the last plan shifted in time, its quaternions
 normalised), then FDDP runs a fixed number of iterations (the first solve: to convergence, as casrbd's).
-``casrbd.ocp.mpc.MPC`` drives it with the same joint PD around the plan as casrbd's, in examples/mpc_trot.py's
-``run`` (same plant, pushes, gait clock). ``same_problem`` checks first that every knot's cost and next state
+``casrbd.ocp.mpc.MPC`` drives it in examples/mpc_trot.py's ``run`` (same plant, pushes, gait clock) with the
+same joint PD around the plan as casrbd's, or (``RiccatiMPC``) with FDDP's Riccati gains of the first knot. ``same_problem`` checks first that every knot's cost and next state
 equal casrbd's stage Functions' at random states and controls. Writes benchmarks/results/mpc_trot_crocoddyl.md:
 per seed and controller the falls, velocity error, slip and update CPU times (``metrics``), and for Crocoddyl
 the CPU of ``solve`` alone.
@@ -45,10 +46,10 @@ COLD_ITERATIONS = 100  # the first solve's budget: to convergence, as GaitHorizo
 
 
 def pinocchio_model(robot, model):
-    """Pinocchio's model of the URDF of ``robot`` (a name of ``casrbd.load_robot``), checked against casrbd's
-    ``model`` of it."""
-    path, floating = robot_path(robot)
-    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
+    """Pinocchio's model of the URDF of ``robot`` (a name of ``casrbd.load_robot``) with a free-flyer root, checked
+    against casrbd's ``model`` of it."""
+    path = robot_path(robot)[0]
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
     if tuple(pm.names[1:]) != tuple(model.names) or (pm.nq, pm.nv) != (model.nq, model.nv):
         raise ValueError(f"{path}: Pinocchio's joints {list(pm.names[1:])} are not casrbd's {list(model.names)}")
     return pm
@@ -141,8 +142,7 @@ def _setter(residual_type):
 
 class CrocoddylHorizon:
     """GaitHorizon ``gait``'s problem (its model: ``robot``'s) solved by Crocoddyl's FDDP, ``iterations`` per
-    warm solve; ``solve``,
-    ``shift``, ``reset`` as ``GaitHorizon``'s (``mpc.MPC`` drives it). ``solve_cpu``: CPU seconds of each
+    warm solve; ``solve``, ``shift``, ``reset`` as ``GaitHorizon``'s (``mpc.MPC`` drives it). ``solve_cpu``: CPU seconds of each
     ``solver.solve``; ``gains``: the last solve's Riccati gains of its first knot (FDDP's K_0)."""
 
     def __init__(self, gait, robot="solo12", iterations=1):
