@@ -12,10 +12,10 @@ the references and weights come from the GaitHorizon's own ``parameters(x0)`` (r
 stages' layout) and the warm start from its ``_guess`` (the last plan shifted in time, its quaternions
 normalised), then FDDP runs a fixed number of iterations (the first solve: to convergence, as casrbd's).
 ``casrbd.ocp.mpc.MPC`` drives it in examples/mpc_trot.py's ``run`` (same plant, pushes, gait clock) with the
-same joint PD around the plan as casrbd's, or (``RiccatiMPC``) with FDDP's Riccati gains of the first knot. ``same_problem`` checks first that every knot's cost and next state
-equal casrbd's stage Functions' at random states and controls. Writes benchmarks/results/mpc_trot_crocoddyl.md:
-per seed and controller the falls, velocity error, slip and update CPU times (``metrics``), and for Crocoddyl
-the CPU of ``solve`` alone.
+same joint PD around the plan as casrbd's, or (``RiccatiMPC``) with FDDP's Riccati gains of the first knot.
+``same_problem`` checks first that every knot's cost and next state equal casrbd's stage Functions' at random
+states and controls. Writes benchmarks/results/mpc_trot_crocoddyl.md: per seed and controller the falls,
+velocity error, slip and update CPU times (``metrics``), and for Crocoddyl the CPU of ``solve`` alone.
 """
 
 import os
@@ -142,8 +142,8 @@ def _setter(residual_type):
 
 class CrocoddylHorizon:
     """GaitHorizon ``gait``'s problem (its model: ``robot``'s) solved by Crocoddyl's FDDP, ``iterations`` per
-    warm solve; ``solve``, ``shift``, ``reset`` as ``GaitHorizon``'s (``mpc.MPC`` drives it). ``solve_cpu``: CPU seconds of each
-    ``solver.solve``; ``gains``: the last solve's Riccati gains of its first knot (FDDP's K_0)."""
+    warm solve; ``solve``, ``shift``, ``reset`` as ``GaitHorizon``'s (``mpc.MPC`` drives it). ``solve_cpu``: CPU
+    seconds of each ``solver.solve``; ``gains``: the last solve's Riccati gains of its first knot (FDDP's K_0)."""
 
     def __init__(self, gait, robot="solo12", iterations=1):
         self.gait, self.iterations = gait, iterations
