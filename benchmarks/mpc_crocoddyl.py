@@ -366,7 +366,7 @@ def main(argv=None):
         "from the same shifted plan, GaitHorizon's references and weights; between updates the same joint PD or",
         "FDDP's Riccati gains of the first knot). Columns as in mpc_trot.md; median, p99, worst: the warm updates'",
         "CPU (ms), each the whole controller call (references, warm start, solve); solve: Crocoddyl's `solve` alone,",
-        "median (ms).",
+        "median (ms). A run that fell: its speed, errors and slip describe the fall, not the trot.",
         "",
         check,
         "",

@@ -1,18 +1,22 @@
 """GaitHorizon's trot against Crocoddyl's action models of it (benchmarks/mpc_crocoddyl.py): the same cost and next
 state at every knot, and FDDP's plan a rollout of casrbd's stage transitions. Skipped without Crocoddyl."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import casrbd
 from casrbd.models import example_robot_data_dir
 from casrbd.ocp.legged_mpc import trot_gait
+from casrbd.ocp.residuals import FootClearance
+from casrbd.ocp.terms import Cost, QuadraticBarrier
 
 pytest.importorskip("crocoddyl")
 if example_robot_data_dir() is None:
     pytest.skip("example-robot-data is not installed", allow_module_level=True)
 
-from benchmarks.mpc_crocoddyl import CrocoddylHorizon, _References, same_problem  # noqa: E402
+from benchmarks.mpc_crocoddyl import CrocoddylHorizon, _References, action_model, same_problem  # noqa: E402
 
 PAIRS = (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT"))
 FEET = tuple(f for pair in PAIRS for f in pair)
@@ -45,3 +49,9 @@ def test_fddps_plan_is_a_rollout_of_casrbds_transitions(horizon):
         step = np.asarray(stage.transition(plan.xs[k], plan.us[k])[0]).ravel()
         assert np.abs(step - plan.xs[k + 1]).max() < 1e-8, f"knot {k}"
     horizon.reset()
+
+
+def test_a_term_without_a_crocoddyl_counterpart_is_refused_by_name(horizon):
+    stage = SimpleNamespace(terms=[Cost(FootClearance("FL_FOOT"), 1.0, QuadraticBarrier(), name="lift")], knot=None)
+    with pytest.raises(ValueError, match="'lift'.*FootClearance"):
+        action_model(horizon.state, stage)
