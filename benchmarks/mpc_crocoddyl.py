@@ -305,7 +305,7 @@ def run(controller, duration=3.0, seed=0, push=0.5, nodes=16, robot="solo12"):
 
 def _cells(name, m, solve=None):
     cpu = 1e3 * m["cpu"]
-    solve = "-" if solve is None else f"{1e3 * np.median(solve):.2f}"
+    solve = "-" if solve is None else f"{np.median(solve):.2f}"
     return [
         name,
         "yes" if m["fell"] else "no",
@@ -319,16 +319,18 @@ def _cells(name, m, solve=None):
     ]
 
 
-def write(args, done, rows, cpus, falls, same):
+def write(args, done, rows, cpus, solves, falls, same):
     """benchmarks/results/mpc_trot_crocoddyl.md of the ``done`` seeds so far."""
     names = [describe(c) for c in args.controllers.split(",")]
     reference = np.median(np.concatenate(cpus[names[0]]))
     totals = []
     for name in names:
         c = np.concatenate(cpus[name])
+        solve = f"; `solve` alone median {np.median(np.concatenate(solves[name])):.2f} ms" if solves[name] else ""
         totals.append(
             f"- {name}: falls {falls[name]} of {done}; warm updates median {np.median(c):.2f} ms "
             f"({np.median(c) / reference:.2f}x the first's), p99 {np.percentile(c, 99):.2f} ms, worst {c.max():.2f} ms"
+            + solve
         )
     check = (
         "Same problem: at random states, controls and references, every knot's cost (Crocoddyl's action models "
@@ -384,19 +386,22 @@ def main(argv=None):
     args = p.parse_args(argv)
     controllers = args.controllers.split(",")
     names = [describe(c) for c in controllers]  # bad names refused before any run
-    rows, cpus, falls, same = [], {n: [] for n in names}, dict.fromkeys(names, 0), np.zeros(2)
+    rows, cpus, solves, falls = [], {n: [] for n in names}, {n: [] for n in names}, dict.fromkeys(names, 0)
+    same = np.zeros(2)
     for seed in range(args.seeds):
         for controller, name in zip(controllers, names):
             result = run(controller, args.duration, seed, args.push, args.nodes)
             m = trot.metrics(result)
             horizon = result["horizon"]
-            solve = horizon.solve_cpu[1:] if isinstance(horizon, CrocoddylHorizon) else None
+            solve = 1e3 * np.array(horizon.solve_cpu[1:]) if isinstance(horizon, CrocoddylHorizon) else None
+            if solve is not None:
+                solves[name].append(solve)
             same = np.maximum(same, result.get("same", 0.0))
             cpus[name].append(1e3 * m["cpu"])
             falls[name] += m["fell"]
             rows.append("| " + " | ".join([str(seed), *_cells(name, m, solve)]) + " |")
             print(rows[-1], flush=True)
-        totals = write(args, seed + 1, rows, cpus, falls, same)
+        totals = write(args, seed + 1, rows, cpus, solves, falls, same)
     print("\n".join(totals))
     print(f"wrote {RESULTS / 'mpc_trot_crocoddyl.md'}")
 

@@ -17,6 +17,8 @@ holds the base's quaternion as 4 numbers, a vector to both solvers: the stages s
 ``integrate`` and rotation matrices normalise it), so its norm is a null direction of the cost, of A and
 of the gains, and x_1..x_N come out of ``integrate`` of unit norm. It has ``Horizon``'s
 interface, so ``mpc.MPC`` drives it, with the gains (or a joint PD) around the plan as its feedback law.
+Another solver of the same problem reads it by name: ``references`` (each knot's {term: (reference,
+weight)}), ``heading``, ``guess``, ``keep`` (benchmarks/mpc_crocoddyl.py: Crocoddyl's FDDP).
 """
 
 import casadi as ca
