@@ -17,6 +17,8 @@ holds the base's quaternion as 4 numbers, a vector to both solvers: the stages s
 ``integrate`` and rotation matrices normalise it), so its norm is a null direction of the cost, of A and
 of the gains, and x_1..x_N come out of ``integrate`` of unit norm. It has ``Horizon``'s
 interface, so ``mpc.MPC`` drives it, with the gains (or a joint PD) around the plan as its feedback law.
+Another solver of the same problem reads it by name: ``references`` (each knot's {term: (reference,
+weight)}), ``heading``, ``guess``, ``keep`` (benchmarks/mpc_crocoddyl.py: Crocoddyl's FDDP).
 """
 
 import casadi as ca
@@ -153,7 +155,7 @@ class GaitHorizon:
                 raise ValueError(
                     f"solver 'riccati' takes the options regularisation and line_search only, got {sorted(options)}"
                 )
-            functions = [[s.function for s in self._sequence(r)] for r in rotations]
+            functions = [[s.function for s in self.sequence(r)] for r in rotations]
             self._rti = [RTI(f, self.terminal.function, f"{name}_{r}") for f, r in zip(functions, rotations)]
         else:
             self._solvers = [self._nlpsol(r, bool(compiled), max_iter, options) for r in rotations]
@@ -169,11 +171,12 @@ class GaitHorizon:
             at += size + 1
         return out
 
-    def _sequence(self, rotation):
+    def sequence(self, rotation):
+        """The running stages of the horizon at the gait's ``rotation`` (its knot k: gait knot rotation + k)."""
         return [self.stages[self.gait[(rotation + k) % len(self.gait)]][0] for k in range(self.nodes)]
 
     def _nlpsol(self, rotation, expand, max_iter, options):
-        stages = self._sequence(rotation) + [self.terminal]
+        stages = self.sequence(rotation) + [self.terminal]
         xs = [ca.MX.sym(f"x{k}", self.nx) for k in range(self.nodes + 1)]
         us = [ca.MX.sym(f"u{k}", self.nu) for k in range(self.nodes)]
         ps = [ca.MX.sym(f"p{k}", s.function.numel_in(2)) for k, s in enumerate(stages)]
@@ -227,7 +230,7 @@ class GaitHorizon:
         )
         if key in self._templates:
             return self._templates[key]
-        stages = self._sequence(rotation) + [self.terminal]
+        stages = self.sequence(rotation) + [self.terminal]
         w, p, pose, swing, at_p = self.weights, [], [], [], 0
         for k, stage in enumerate(stages):
             gait_k = (rotation + k) % len(self.gait)
@@ -252,7 +255,34 @@ class GaitHorizon:
         self._templates[key] = np.concatenate(p), np.array(pose), swing
         return self._templates[key]
 
-    def _guess(self, x0):
+    def references(self, x0):
+        """``parameters(x0)`` by term: the rotation and per knot (the terminal last) {term name: (reference,
+        weight)}, the reference an empty array for terms without one."""
+        rotation, p = self.parameters(x0)
+        knots, at = [], 0
+        for stage in self.sequence(rotation) + [self.terminal]:
+            pk = p[at : at + stage.function.numel_in(2)]
+            knots.append({name: (pk[where], pk[weight]) for name, (where, weight) in self._offsets[id(stage)].items()})
+            at += pk.size
+        return rotation, knots
+
+    def heading(self, x0):
+        """The reference heading (yaw, rad) now: the yaw of ``x0`` at the first solve after construction or
+        ``reset``, then turning at ``yaw_rate`` with the clock."""
+        if self.yaw_ref is None:
+            self.yaw_ref = _yaw(x0)
+        return self.yaw_ref
+
+    @property
+    def cold(self):
+        """Whether the next solve is cold: no plan kept since construction or ``reset``."""
+        return self._last is None
+
+    def keep(self, xs, us):
+        """Keeps the plan ``xs``, ``us`` at the clock now as the last one: ``guess`` shifts it."""
+        self._last = (np.asarray(xs, dtype=float), np.asarray(us, dtype=float), self.clock)
+
+    def guess(self, x0):
         """The last plan moved to the clock now (interpolated in time, the ends held), or x0 held."""
         if self._last is None:
             return np.tile(x0, (self.nodes + 1, 1)), np.array([self.u_ref[self.gait[0]]] * self.nodes)
@@ -272,11 +302,10 @@ class GaitHorizon:
         x0 = np.asarray(x0, dtype=float).ravel()
         if x0.size != self.nx:
             raise ValueError(f"x0: expected {self.nx} numbers, got {x0.size}")
-        if self.yaw_ref is None:
-            self.yaw_ref = _yaw(x0)
+        self.heading(x0)
         rotation, p = self.parameters(x0)
-        xs, us = self._guess(x0)
-        cold = self._last is None
+        xs, us = self.guess(x0)
+        cold = self.cold
         if self.solver == "riccati":
             rti, budget = self._rti[rotation], COLD_ITER if cold else self.max_iter
             iterations = 0
@@ -301,7 +330,7 @@ class GaitHorizon:
                 stats["iter_count"],
                 stats["return_status"],
             )
-        self._last = (plan.xs, plan.us, self.clock)
+        self.keep(plan.xs, plan.us)
         return plan
 
     def shift(self, fraction):

@@ -59,6 +59,8 @@ def run(
     solver="riccati",
     gains=False,
     iterations=1,
+    horizon=GaitHorizon,
+    controller=MPC,
 ):
     """The closed loop of ``robot`` (a name of ``ROBOTS``) trotting at ``velocity`` (m/s) and ``yaw_rate``
     (rad/s) for ``duration`` s, the controller at ``rate`` Hz (``nodes`` knots of ``DT``, ``swing`` knots a
@@ -66,15 +68,16 @@ def run(
     Riccati gains as the feedback law, else the joint PD: the gains of a single step's plan make the trot
     unstable, two steps' do not),
     ``model`` the controller's (default the plant's), pushes of ``push`` N s (``pushes`` of ``seed``).
-    Returns a dict with the model, feet, q0, the plant's ``record``, the plans, the pushes and the velocity
-    reference ``v``."""
+    ``horizon`` and ``controller``: their factories, called as ``GaitHorizon`` and ``MPC`` (another solver
+    of the same problem, another feedback law). Returns a dict with the model, feet, q0, the plant's
+    ``record``, the plans, the pushes, the velocity reference ``v`` and the ``horizon``."""
     if robot not in ROBOTS:
         raise ValueError(f"robot must be one of {sorted(ROBOTS)}, got {robot!r}")
     r = ROBOTS[robot]
     plant_model, feet = load_robot(robot), [f for pair in r.pairs for f in pair]
     q0 = np.r_[0, 0, 0, 0, 0, 0, 1, r.legs]
     q0[2] = r.radius - min(frame_placement(plant_model, q0, f)[2, 3] for f in feet)  # feet on the ground
-    horizon = GaitHorizon(
+    gait_horizon = horizon(
         model or plant_model,
         q0,
         trot_gait(r.pairs, swing),
@@ -90,12 +93,19 @@ def run(
         max_iter=iterations,
         **r.options,
     )
-    mpc = MPC(horizon, DT, r.kp, r.kd, (slice(7, None), slice(6, None)), gains=gains)
+    mpc = controller(gait_horizon, DT, r.kp, r.kd, (slice(7, None), slice(6, None)), gains=gains)
     plant = Plant(plant_model, feet=feet, foot_radius=r.radius, ground=True)
     kicks = pushes(duration, push, seed) if push else ()
     record = plant.run(mpc, duration, rate, q0, pushes=kicks)
-    return {"model": plant_model, "feet": feet, "q0": q0, "record": record, "plans": mpc.plans, "pushes": kicks} | {
-        "v": velocity
+    return {
+        "model": plant_model,
+        "feet": feet,
+        "q0": q0,
+        "record": record,
+        "plans": mpc.plans,
+        "pushes": kicks,
+        "v": velocity,
+        "horizon": gait_horizon,
     }
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import casrbd
 from casrbd.models import example_robot_data_dir
-from casrbd.ocp.legged_mpc import trot_gait
+from casrbd.ocp.legged_mpc import GaitHorizon, trot_gait
 from casrbd.ocp.residuals import FootClearance
 from casrbd.ocp.terms import Cost, QuadraticBarrier
 
@@ -16,7 +16,7 @@ pytest.importorskip("crocoddyl")
 if example_robot_data_dir() is None:
     pytest.skip("example-robot-data is not installed", allow_module_level=True)
 
-from benchmarks.mpc_crocoddyl import CrocoddylHorizon, _References, action_model, same_problem  # noqa: E402
+from benchmarks.mpc_crocoddyl import CrocoddylHorizon, action_model, same_problem  # noqa: E402
 
 PAIRS = (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT"))
 FEET = tuple(f for pair in PAIRS for f in pair)
@@ -28,7 +28,7 @@ def horizon():
     model = casrbd.load_robot("solo12")
     q0 = np.r_[0, 0, 0, 0, 0, 0, 1, np.tile([0.0, 0.8, -1.6], 2), np.tile([0.0, -0.8, 1.6], 2)]
     q0[2] = 0.02 - min(casrbd.frame_placement(model, q0, f)[2, 3] for f in FEET)
-    gait = _References(model, q0, trot_gait(PAIRS, swing_knots=2), FEET, nodes=4, yaw_rate=0.3, foot_height=0.02)
+    gait = GaitHorizon(model, q0, trot_gait(PAIRS, swing_knots=2), FEET, nodes=4, yaw_rate=0.3, foot_height=0.02)
     return CrocoddylHorizon(gait, "solo12", iterations=1)
 
 
@@ -44,7 +44,7 @@ def test_fddps_plan_is_a_rollout_of_casrbds_transitions(horizon):
     x0[g.model.nq] = 0.2  # moving forward
     plan = horizon.solve(x0)
     assert plan.status == "converged"
-    stages = g._sequence(0)
+    stages = g.sequence(0)
     for k, stage in enumerate(stages):
         step = np.asarray(stage.transition(plan.xs[k], plan.us[k])[0]).ravel()
         assert np.abs(step - plan.xs[k + 1]).max() < 1e-8, f"knot {k}"
