@@ -110,8 +110,9 @@ def run(
 
 
 def metrics(result):
-    """fell, the base's forward and lateral velocity error (RMS after the first second, or the second half of a shorter run, m/s), mean forward speed,
-    the feet's median horizontal speed while loaded (m/s), update CPU times (s) and the real-time factor."""
+    """fell, the base's forward and lateral velocity error (RMS after the first second, or over the second half
+    of a shorter run, m/s), mean forward speed, the feet's median horizontal speed while loaded (m/s), update
+    CPU times (s) and the real-time factor."""
     r, model = result["record"], result["model"]
     qx, qy, qz, qw = r.q[:, 3:7].T
     tilt = np.arccos(np.clip(1 - 2 * (qx**2 + qy**2), -1, 1))
