@@ -59,6 +59,7 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, default=20, help="runs, seeds 0 to this - 1 (default 20)")
     p.add_argument("--duration", type=float, default=10.0, help="simulated seconds per run (default 10)")
     p.add_argument("--push", type=float, default=0.5, help="push impulses, N s (default 0.5)")
+    p.add_argument("--yaw-rate", type=float, default=0.0, help="turning rate reference, rad/s (default 0)")
     p.add_argument("--nodes", type=int, default=16, help="horizon knots of 20 ms (default 16)")
     p.add_argument("--solver", choices=SOLVERS, default="riccati", help="the horizon's solver (default riccati)")
     p.add_argument("--gains", action="store_true", help="the Riccati gains as the feedback law (default joint PD)")
@@ -78,7 +79,8 @@ def main(argv=None):
     rows, cpus, falls = [], [], 0
     for seed in range(args.seeds):
         options = {"robot": args.robot, "solver": args.solver, "gains": args.gains, "iterations": args.iterations}
-        result = trot.run(args.duration, nodes=args.nodes, push=args.push, seed=seed, **options)
+        options |= {"yaw_rate": args.yaw_rate, "push": args.push, "seed": seed}
+        result = trot.run(args.duration, nodes=args.nodes, **options)
         m = trot.metrics(result)
         print(f"seed {seed}:", *trot.summary(result), sep="\n  ")
         cpu = 1e3 * m["cpu"]
@@ -88,6 +90,7 @@ def main(argv=None):
             seed,
             "yes" if m["fell"] else "no",
             f"{m['mean_speed']:.3f}",
+            f"{result['record'].v[result['record'].t > 1.0, 5].mean():.3f}",  # the base's local angular velocity z
             f"{m['velocity_rms'][0]:.3f} / {m['velocity_rms'][1]:.3f}",
             f"{1e3 * m['slip']:.1f}",
             f"{np.median(cpu):.1f}",
@@ -96,6 +99,11 @@ def main(argv=None):
             f"{m['real_time_factor']:.2f}",
         ]
         rows.append("| " + " | ".join(str(c) for c in cells) + " |")
+        write(args, rows, cpus, falls)  # after every seed: an interrupted run keeps the seeds done
+
+
+def write(args, rows, cpus, falls):
+    """The report of the seeds done so far, in benchmarks/results/."""
     every = np.concatenate(cpus)
     step = {
         "riccati": "warm-started Gauss-Newton steps of a Riccati recursion (casrbd.ocp.riccati)",
@@ -103,7 +111,7 @@ def main(argv=None):
     }[args.solver]
     step = f"{args.iterations} {step} per update"
     law = "the recursion's feedback gains" if args.gains and args.solver == "riccati" else "joint PD"
-    flags = f" --solver {args.solver} --robot {args.robot} --iterations {args.iterations}"
+    flags = f" --solver {args.solver} --robot {args.robot} --iterations {args.iterations} --yaw-rate {args.yaw_rate}"
     flags += " --gains" if args.gains else ""
     lines = [
         f"# Whole-body MPC of {args.robot} trotting, MuJoCo as the plant",
@@ -114,23 +122,26 @@ def main(argv=None):
         f"casrbd.sim.trot: MuJoCo at 1 kHz, the controller at 100 Hz; horizon {args.nodes} knots of 20 ms of",
         "contact dynamics on a trot (8 swing knots, 1 double support knot per half period), Gauss-Newton stages",
         f"compiled to C, {step}, {law} around the plan between updates;",
-        f"velocity reference 0.3 m/s; one horizontal push of {args.push} N s a second (random time and direction).",
-        "Speed: mean forward speed (local x) after the first second; velocity error: RMS of the base's (x, y) velocity",
-        "(local axes) minus the reference after the first second, m/s; slip: the feet's median horizontal speed",
+        f"velocity reference 0.3 m/s, yaw rate {args.yaw_rate} rad/s; one horizontal push of {args.push} N s a",
+        "second (random time and direction).",
+        "Speed, yaw rate: means (local x, local z) after the first second; velocity error: RMS of the base's",
+        "(x, y) velocity (local axes) minus the reference after the first second, m/s; slip: the feet's median horizontal speed",
         "while loaded (> 3 N), mm/s; CPU: the warm updates, ms; RTF: simulated time / controller CPU time.",
         "",
         *(SHARED if os.getloadavg()[0] > os.cpu_count() else ()),
         "",
-        f"Falls: {falls} of {args.seeds}. All warm updates: median {np.median(every):.1f} ms, p99 "
+        f"Falls: {falls} of {len(rows)} (seeds done of {args.seeds}). All warm updates: median "
+        f"{np.median(every):.1f} ms, p99 "
         f"{np.percentile(every, 99):.1f} ms, worst {every.max():.1f} ms (period 10 ms).",
         "",
-        "| seed | fell | speed [m/s] | velocity error x / y | slip | median | p99 | worst | RTF |",
-        "|---:|---|---:|---|---:|---:|---:|---:|---:|",
+        "| seed | fell | speed [m/s] | yaw rate [rad/s] | velocity error x / y | slip | median | p99 | worst | RTF |",
+        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|",
         *rows,
         "",
     ]
     name = "mpc_trot" + ("" if args.robot == "solo12" else f"_{args.robot}")
     name += ("" if args.solver == "riccati" else f"_{args.solver}") + ("_gains" if args.gains else "")
+    name += "_turning" if args.yaw_rate else ""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.md").write_text("\n".join(lines))
     print(f"wrote {RESULTS / f'{name}.md'}")
