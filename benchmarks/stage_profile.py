@@ -1,8 +1,9 @@
 """Where an iteration's derivatives go: the compiled Gauss-Newton stages of Crocoddyl's solo12 trot and
-jump (``casrbd.ocp.legged``: ``ocp.gauss_newton_stage`` compiled by ``ocp.compile_stages``), each
-derivative an NLP solver asks of a knot timed on its own.
+jump and talos' walk (``casrbd.ocp.legged``: ``ocp.gauss_newton_stage`` compiled by ``ocp.compile_stages``),
+each derivative an NLP solver asks of a knot timed on its own.
 
     OMP_NUM_THREADS=1 python -m benchmarks.stage_profile    # -> results/stage_profile.md
+    OMP_NUM_THREADS=1 python -m benchmarks.stage_profile --problems walk
 
 Per knot type, the CPU time of one call (the fastest of 9 rounds of 200 knot points near the standing
 state, evaluated by casadi's serial map of the library's Function) of the stage itself (cost and next
@@ -26,6 +27,7 @@ import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
 
 from casrbd import ocp  # noqa: E402
+from casrbd.codegen.flags import DEFAULT_FLAGS  # noqa: E402
 from casrbd.models import load_robot  # noqa: E402
 from casrbd.ocp import legged  # noqa: E402
 
@@ -82,9 +84,14 @@ def library_function(f):
     return calls[0].which_function()
 
 
-def profile(model, name):
-    x0 = np.r_[legged.SOLO_STANDING, np.zeros(model.nv)]
-    problem = legged.quadruped_problem(name, model, compiled=True, name=f"solo12_{name}")
+def profile(name):
+    if name == "walk":
+        model, x0 = legged.load_talos()
+        problem = legged.biped_problem(model, x0, compiled=True, name="talos_walk")
+    else:
+        model = load_robot("solo12")
+        x0 = np.r_[legged.SOLO_STANDING, np.zeros(model.nv)]
+        problem = legged.quadruped_problem(name, model, compiled=True, name=f"solo12_{name}")
     stages = [(s.function, p) for s, p in zip(problem.stages, problem.parameters)]
     count = collections.Counter(f.name() for f, _ in stages)
     rng = np.random.default_rng(0)
@@ -110,12 +117,11 @@ COLUMNS = ("stage", "linearisation", "jac", "adj", "hessian", "derivatives")
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", default="trot,jump")
+    parser.add_argument("--problems", default="trot,jump", help="among trot, jump (solo12) and walk (talos)")
     args = parser.parse_args(argv)
-    model = load_robot("solo12")
     lines = [
         f"casadi {ca.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, gcc at `ocp.stage_flags` "
-        f"({' '.join(ocp.codegen.DEFAULT_FLAGS)} up to {ocp.STAGE_O3_MAX} instructions, else "
+        f"({' '.join(DEFAULT_FLAGS)} up to {ocp.STAGE_O3_MAX} instructions, else "
         f"{' '.join(ocp.STAGE_FLAGS)}); `python -m benchmarks.stage_profile` (see its docstring)\n"
     ]
     header = (
@@ -123,7 +129,7 @@ def main(argv=None):
         "| Gauss-Newton Hessian products | one iteration's derivatives |\n|---|---|---|---|---|---|---|---|"
     )
     for name in args.problems.split(","):
-        n, rows, total = profile(model, name)
+        n, rows, total = profile(name)
         lines += [f"\n## {name} ({n} stage calls: the knots and the terminal cost): µs per call\n", header]
         for stage, k, t in rows:
             lines.append(f"| {stage} | {k} | " + " | ".join(f"{1e6 * t[c]:.1f}" for c in COLUMNS) + " |")

@@ -54,7 +54,8 @@ def compile_stages(functions, name, flags=None, verbose=None, keys=None):
     each stage with its next state negated (``negated``) and the Function returned negates it back:
     in the gap x_{k+1} - x_next, casadi's SX folds the two signs, where it would otherwise negate each
     entry of the Jacobian in its VM (benchmarks/README.md, Crocoddyl's legged problems).
-    ``flags``: the compiler's for every library, by default each library's by its size (``stage_flags``).
+    ``flags``: the compiler's for every library, by default each library's by its size and whether its
+    stage has controls (input 1, u, not empty: ``stage_flags``).
     ``keys``: ``{stage name: description}``, strings that determine the stages (their model, terms,
     versions): their libraries are cached by them (``codegen.compile_libraries``' keys), and
     ``load_stages`` loads them from the descriptions alone.
@@ -70,8 +71,11 @@ def compile_stages(functions, name, flags=None, verbose=None, keys=None):
         ]
         for (library, derivatives), f in zip(libraries.items(), functions)
     }
-    if flags is None:  # by the library's size
-        flags = {n: stage_flags(codegen.sx_instructions(derivatives)) for n, derivatives in libraries.items()}
+    if flags is None:  # by the library's size, and whether its stage has controls (impulses do not)
+        flags = {
+            n: stage_flags(codegen.sx_instructions(derivatives), f.n_in() < 2 or f.numel_in(1) > 0)
+            for (n, derivatives), f in zip(libraries.items(), functions)
+        }
     keys = {f"{name}_{stage}": key for stage, key in (keys or {}).items()}
     libraries = codegen.compile_libraries(libraries, flags=flags, verbose=verbose, memo=memo, keys=keys)
     return [_unnegated(lib[core.name()], f) for lib, core, f in zip(libraries, cores, functions)]

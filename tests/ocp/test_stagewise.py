@@ -8,11 +8,14 @@ Jacobian computed by casadi's AD of the plain Function); compiled stages take
 the same iterates as the VM.
 """
 
+import secrets
+
 import casadi as ca
 import numpy as np
 import pytest
 
 from casrbd import codegen, ocp
+from casrbd.ocp.compile import load_stages
 
 N, DT = 20, 0.1
 
@@ -293,3 +296,30 @@ def test_fatrop_status_says_whether_it_solved():
     stats = ocp.solve(st.opti)
     assert not stats["success"] and stats["status"] == "Maximum_Iterations_Exceeded"
     assert stats["solver_status"] == "fatrop: MaxIterExceeded (return flag 1)"
+
+
+def test_compile_stages_compiles_a_stage_without_controls_lean():
+    """A stage without controls (an impulse, a terminal cost: a few knots of a problem) is compiled with
+    ``STAGE_FLAGS`` whatever its size, a small stage with controls at -O3 (``DEFAULT_FLAGS``): the cache
+    holds each library under those flags only, and each computes its next state."""
+    step, residual = pendulum()
+    x, p, y = ca.SX.sym("x", 2), ca.SX.sym("p"), ca.SX.sym("y", 3)
+    stages = []
+    for n_u, name in ((1, "pendulum_driven"), (0, "pendulum_free")):
+        u = ca.SX.sym("u", n_u)
+        cost = ca.Function("c", [x, u, p, y], [p * ca.sumsqr(y)])
+        X, U = ca.MX.sym("x", 2), ca.MX.sym("u", n_u)
+        torque = U if n_u else 0
+        inner = ca.Function("inner", [X, U], [step(X, torque), residual(X, torque)])
+        stages.append(ocp.gauss_newton_stage(name, cost, inner))
+    keys = {f.name(): f"test_stagewise flags {f.name()} {secrets.token_hex(8)}" for f in stages}
+    ocp.compile_stages(stages, "test_stagewise_flags", keys=keys)
+    lean = {"pendulum_driven": False, "pendulum_free": True}
+    for name, is_lean in lean.items():
+        flags, other = (ocp.STAGE_FLAGS, codegen.DEFAULT_FLAGS)[:: 1 if is_lean else -1]
+        (found,) = load_stages([name], "test_stagewise_flags", keys, flags=flags)
+        (missing,) = load_stages([name], "test_stagewise_flags", keys, flags=other)
+        assert found is not None and missing is None, name
+        u = [0.5] if is_lean is False else []
+        _, x_next = found([0.4, -0.2], u, 2.0)
+        np.testing.assert_allclose(x_next.full(), step([0.4, -0.2], u[0] if u else 0).full(), atol=1e-14)
