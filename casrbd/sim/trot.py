@@ -32,7 +32,7 @@ ROBOTS = {
     "go2": Robot(
         (("FL_foot", "RR_foot"), ("FR_foot", "RL_foot")), 0.022, np.tile([0.0, 0.8, -1.5], 4), "base", 20.0, 0.5,
         {"height": 0.08, "torque_limit": 0.9, "weights": {"base_velocity": 2e3, "base_pose": 2e3, "posture": 20.0,
-                                                          "control": 2e-2, "swing": 2e4, "cone": 10.0}},
+                                                          "control": 5e-2, "swing": 2e4, "cone": 10.0}},
     ),
 }  # fmt: skip
 
