@@ -1,7 +1,7 @@
 """Whole-body MPC of Go2 trotting in MuJoCo on its own parameters (``casrbd.sim.trot.ROBOTS["go2"]``, uncompiled
 stages, the scenario's 100 Hz and 16 knots): under pushes scaled to its mass it stays up, walks forward near its
 velocity reference and turns near its yaw-rate reference; the same check fails with a controller whose model has
-every mass 0.3 times the plant's (so it catches a broken controller)."""
+every mass three times the plant's (its plans diverge: so it catches a broken controller)."""
 
 import numpy as np
 import pytest
@@ -40,4 +40,8 @@ def test_go2_trots_forward_and_turns_under_pushes():
 
 @pytest.mark.slow
 def test_a_wrong_model_in_the_go2_controller_fails_the_check():
-    assert not check(trot(scaled_masses(casrbd.load_robot("go2"), 0.3)))
+    try:
+        result = trot(scaled_masses(casrbd.load_robot("go2"), 3.0))
+    except np.linalg.LinAlgError:  # the Riccati recursion of a diverged plan
+        return
+    assert not check(result)
