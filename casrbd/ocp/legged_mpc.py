@@ -29,7 +29,7 @@ from .knots import Knot, contact_dynamics
 from .legged import quasi_static
 from .mpc import Plan
 from .problem import Problem
-from .residuals import Control, FramePlacement, FrameTranslation, FrameVelocity, FrictionCone, State
+from .residuals import Control, FramePlacement, FrameTranslation, FrameVelocity, FrictionCone, JointTorque, State
 from .riccati import RTI
 from .solvers import solver_options
 from .terms import Cost, QuadraticBarrier, WeightedQuadratic
@@ -37,7 +37,10 @@ from .terms import Cost, QuadraticBarrier, WeightedQuadratic
 SOLVERS = ("riccati", "fatrop")
 COLD_ITER, COLD_TOL = 100, 1e-6  # the Riccati route's first solve: Gauss-Newton steps until the largest is below
 # term weights (parameters of the stages: changed without a rebuild)
-WEIGHTS = {"base_velocity": 500.0, "base_pose": 200.0, "posture": 2.0, "control": 0.05, "cone": 100.0, "swing": 2e3}
+WEIGHTS = {
+    "base_velocity": 500.0, "base_pose": 200.0, "posture": 2.0, "control": 0.05, "cone": 100.0, "swing": 2e3,
+    "torque_limit": 1e3,  # where GaitHorizon's torque_limit is given
+}  # fmt: skip
 
 
 def trot_gait(pairs, swing_knots=8, support_knots=1):
@@ -75,7 +78,9 @@ class GaitHorizon:
     ground: their frames at ``foot_height``), lifting each swing foot to ``height``. ``weights``: the
     terms' (``WEIGHTS``); ``mu``, ``kd``: friction and Baumgarte gain of the contacts; ``compiled``,
     ``flags``, ``name``: ``Problem``'s; ``solver``: ``SOLVERS``; ``max_iter``: the iterations of a warm
-    solve; ``options``: fatrop's own (``solver_options``), or the Riccati recursion's ``regularisation``."""
+    solve; ``torque_limit``: a fraction of the model's effort limits that a quadratic barrier on the controls
+    keeps them within (the Riccati route takes no hard bounds; None: no such term); ``options``: fatrop's own
+    (``solver_options``), or the Riccati recursion's ``regularisation``."""
 
     def __init__(
         self,
@@ -98,6 +103,7 @@ class GaitHorizon:
         name="legged_mpc",
         max_iter=1,
         solver="riccati",
+        torque_limit=None,
         **options,
     ):
         if solver not in SOLVERS:
@@ -137,6 +143,9 @@ class GaitHorizon:
                 for f in feet
                 if f not in stance
             ]
+            if torque_limit is not None:
+                limit = torque_limit * JointTorque().bounds(model)[1]
+                terms.append(Cost(JointTorque(), 1.0, QuadraticBarrier(-limit, limit), name="torque_limit"))
             guess = quasi_static(model, self.q_standing, stance)
             knots.append(Knot(contact_dynamics([(f, "3d") for f in stance], kd), dt, terms, guess=guess))
         problem = Problem(model, x_stand, knots, common(), compiled=compiled, flags=flags, name=name)
@@ -244,6 +253,8 @@ class GaitHorizon:
                 pk[at["control"][0]], pk[at["control"][1]] = self.u_ref[stance], w["control"]
                 for f in stance:
                     pk[at[f"cone_{f}"][1]] = w["cone"]
+                if "torque_limit" in at:
+                    pk[at["torque_limit"][1]] = w["torque_limit"]
                 for f, (s, to_go) in self.phases[gait_k].items():
                     pk[at[f"swing_{f}"][1]] = w["swing"]
                     height = self.foot_height + self.height * np.sin(np.pi * s)

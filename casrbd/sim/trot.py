@@ -29,10 +29,11 @@ ROBOTS = {
         (("FL_FOOT", "HR_FOOT"), ("FR_FOOT", "HL_FOOT")), 0.02,
         [0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6], "base_link", 3.0, 0.1,
     ),
+    # its control weight keeps one-step plans within the effort limits; the barrier bounds converged plans
     "go2": Robot(
         (("FL_foot", "RR_foot"), ("FR_foot", "RL_foot")), 0.022, np.tile([0.0, 0.8, -1.5], 4), "base", 20.0, 0.5,
-        {"height": 0.08, "weights": {"base_velocity": 2e3, "base_pose": 2e3, "posture": 20.0, "control": 5e-3,
-                                     "swing": 2e4, "cone": 10.0}},
+        {"height": 0.08, "torque_limit": 0.9, "weights": {"base_velocity": 2e3, "base_pose": 2e3, "posture": 20.0,
+                                                          "control": 5e-2, "swing": 2e4, "cone": 10.0}},
     ),
 }  # fmt: skip
 
