@@ -45,7 +45,10 @@ def solve(
     knots, terminal = legged.quadruped_knots(model, steps, x0, hard=hard_cones, tau_max=tau_max)
     clearance = [ocp.Constraint(ocp.FootClearance(f, 0.005)) for f in legged.SOLO_FEET]
     knots = [ocp.Knot(k.dynamics, k.dt, [*k.terms, *clearance]) if s.feet == () else k for k, s in zip(knots, steps)]
-    problem = ocp.Problem(model, x0, knots, terminal, compiled=True, name="gap", flags=flags)
+    # started from the solution without torque limits and clearance (cones as barriers): Crocoddyl's FDDP's
+    start = ocp.Problem(model, x0, *legged.quadruped_knots(model, steps, x0), compiled=True, name="gap", flags=flags)
+    options = {"start": start, "options": legged.HARD_OPTIONS}
+    problem = ocp.Problem(model, x0, knots, terminal, compiled=True, name="gap", flags=flags, **options)
     sol = problem.solve(solver, verbose=verbose)
     return common.knots_result(model, steps, problem, sol)
 

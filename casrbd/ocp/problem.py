@@ -349,7 +349,10 @@ class Problem:
         us = [np.atleast_1d(value(u)) if u.numel() else np.zeros(0) for u in self.u]
         g = np.atleast_1d(value(opti.g))
         lbg, ubg = np.atleast_1d(value(opti.lbg)), np.atleast_1d(value(opti.ubg))
-        violation = float(np.max(np.r_[lbg - g, g - ubg, 0.0]))
+        inequality = lbg < ubg  # against the bounds as given: _declare_bounds moved them inwards
+        lower = np.where(inequality, lbg - BOUND_RELAX * np.maximum(1.0, np.abs(lbg)), lbg)
+        upper = np.where(inequality, ubg + BOUND_RELAX * np.maximum(1.0, np.abs(ubg)), ubg)
+        violation = float(np.max(np.r_[lower - g, g - upper, 0.0]))
         forces = []
         for stage, x, u in zip(self.stages, xs, us):
             lam = stage.transition(x, u)[1].full().ravel()
