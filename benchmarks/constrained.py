@@ -378,7 +378,9 @@ def main(argv=None):
             "",
             "## casrbd on the hard variants (casrbd.ocp.legged, hard=True; compiled Gauss-Newton stages)",
             "",
-            f"From Crocoddyl's guess, tolerance {CASRBD_TOL:g} (the solver's KKT residual), {CASRBD_OPTIONS}, at most "
+            "From Crocoddyl's guess through the penalty problem's solution (the hard problems' start, its iterations "
+            "and CPU time counted), "
+            f"tolerance {CASRBD_TOL:g} (the solver's KKT residual), {CASRBD_OPTIONS} over legged.HARD_OPTIONS, at most "
             f"{CASRBD_MAX_ITER} iterations; CPU the solver's t_proc_total (fastest, in brackets the slowest and the "
             "number of solves); build: wall seconds of the problem from the library cache and creating the solver; "
             "cost and violations by Crocoddyl's models on casrbd's solution (the cost of the hard variant, "

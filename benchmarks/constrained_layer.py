@@ -1,6 +1,7 @@
 """casrbd's side of benchmarks.constrained: Crocoddyl's trot, jump and walk with hard cones and torque limits built
 on ``casrbd.ocp.legged`` (``hard=True``), checked knot by knot against Crocoddyl's (``knot_spec`` and the knots'
-cost, next state and cone rows) and solved by fatrop and IPOPT on the compiled Gauss-Newton route.
+cost, next state and cone rows) and solved by fatrop and IPOPT on the compiled Gauss-Newton route, each first solving
+the problem's ``start`` (the penalty problem, ``legged``'s default) from Crocoddyl's guess.
 """
 
 import time
@@ -20,10 +21,11 @@ from benchmarks.constrained import (
 )
 
 # casrbd's side: the solvers' tolerance (their scaled KKT residual; at benchmarks.crocoddyl's 1e-7 both stop at
-# a cost above CSQP's on the hard trot, at 1e-9 on it), fatrop's initial barrier parameter and IPOPT's barrier
-# strategy (with their defaults both took 90 to 300 iterations on the hard trot)
+# a cost above CSQP's on the hard trot, at 1e-9 on it; fatrop stops at legged.HARD_OPTIONS' acceptable point
+# where the degenerate active cones and torque limits keep it from 1e-9) and IPOPT's barrier strategy (with its
+# default it took 90 to 300 iterations on the hard trot); fatrop's options are the library's (legged.HARD_OPTIONS)
 CASRBD_TOL, CASRBD_MAX_ITER = 1e-9, 300
-CASRBD_OPTIONS = {"fatrop": {"mu_init": 1e-4}, "ipopt": {"mu_strategy": "adaptive"}}
+CASRBD_OPTIONS = {"fatrop": {}, "ipopt": {"mu_strategy": "adaptive"}}
 CASRBD_VARIANTS = ("penalty", "hard")
 
 
