@@ -384,7 +384,7 @@ def main(argv=None):
             f"{CASRBD_MAX_ITER} iterations; CPU the solver's t_proc_total (fastest, in brackets the slowest and the "
             "number of solves); build: wall seconds of the problem from the library cache and creating the solver; "
             "cost and violations by Crocoddyl's models on casrbd's solution (the cost of the hard variant, "
-            "compared with CSQP's at QP eps 1e-6); per iteration the solver's CPU in the stage derivatives "
+            "compared with CSQP's at QP eps 1e-4); per iteration the solver's CPU in the stage derivatives "
             "(one evaluation of each), fatrop's search direction (its linear algebra) and the rest.",
             "",
             CASRBD_HEADER,
