@@ -5,10 +5,11 @@ centre of mass, a touchdown (impulse) with every foot ``gap`` metres further on,
 ``legged.quadruped_knots`` gives its knots Crocoddyl's terms (CoM and foot tracking, regularisation,
 state bounds, friction cones as barriers) and hard torque limits ``tau_max``; the flight knots get a
 hard clearance of the feet above the ground. The stage Functions are compiled (Gauss-Newton stages);
-``--hard-cones`` makes the friction cones hard constraints as well (the Gauss-Newton model has no
-curvature of the contact forces, so the solver converges slowly where many cones are active).
+fatrop starts from the solution of the same knots without the torque limits and the clearance (Crocoddyl's
+problem, as FDDP solves it): from the standing guess it stalls.
+``--hard-cones`` makes the friction cones hard constraints as well.
 
-    python examples/gap_crossing.py --gap 0.1 --html gap.html    # IPOPT; fatrop stalls on it
+    python examples/gap_crossing.py --gap 0.1 --html gap.html
 """
 
 import argparse
@@ -45,7 +46,10 @@ def solve(
     knots, terminal = legged.quadruped_knots(model, steps, x0, hard=hard_cones, tau_max=tau_max)
     clearance = [ocp.Constraint(ocp.FootClearance(f, 0.005)) for f in legged.SOLO_FEET]
     knots = [ocp.Knot(k.dynamics, k.dt, [*k.terms, *clearance]) if s.feet == () else k for k, s in zip(knots, steps)]
-    problem = ocp.Problem(model, x0, knots, terminal, compiled=True, name="gap", flags=flags)
+    # started from the solution without torque limits and clearance (cones as barriers): Crocoddyl's FDDP's
+    start = ocp.Problem(model, x0, *legged.quadruped_knots(model, steps, x0), compiled=True, name="gap", flags=flags)
+    options = {"start": start, "options": legged.HARD_OPTIONS}
+    problem = ocp.Problem(model, x0, knots, terminal, compiled=True, name="gap", flags=flags, **options)
     sol = problem.solve(solver, verbose=verbose)
     return common.knots_result(model, steps, problem, sol)
 
@@ -53,7 +57,7 @@ def solve(
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gap", type=float, default=0.1, help="the gap's width in m (default 0.1)")
-    parser.add_argument("--solver", choices=ocp.SOLVERS, default="ipopt")
+    parser.add_argument("--solver", choices=ocp.SOLVERS, default="fatrop")
     parser.add_argument("--hard-cones", action="store_true", help="the friction cones as hard constraints")
     parser.add_argument("--verbose", action="store_true", help="the solver's iteration log")
     parser.add_argument("--html", metavar="PATH", help="write the motion as an HTML animation")

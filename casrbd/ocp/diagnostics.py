@@ -19,8 +19,9 @@ RANK_RTOL = 1e-8
 FEASIBLE = 1e-6
 # a violation's first-order change below this, relative to its terms' magnitude, counts as stationary
 STATIONARY_RTOL = 1e-6
-# fatrop's return flags (fatrop::IpSolverReturnFlag), and IPOPT's words for the same outcomes
-FATROP_FLAGS = (
+# fatrop's return flags (fatrop::IpSolverReturnFlag), and IPOPT's words for the same outcomes: fatrop 1.1
+# (casadi 3.8) numbers them without StopAtTinyStep and the flags after it that it dropped
+_FATROP_FLAGS_1_0 = (
     ("Success", "Solve_Succeeded"),
     ("MaxIterExceeded", "Maximum_Iterations_Exceeded"),
     ("StopAtTinyStep", "Search_Direction_Becomes_Too_Small"),
@@ -33,6 +34,17 @@ FATROP_FLAGS = (
     ("InternalError", "Internal_Error"),
     ("Unknown", "Unknown"),
 )
+_FATROP_FLAGS_1_1 = (
+    ("Success", "Solve_Succeeded"),
+    ("MaxIterExceeded", "Maximum_Iterations_Exceeded"),
+    ("StopAtAcceptablePoint", "Solved_To_Acceptable_Level"),
+    ("LocalInfeasibility", "Infeasible_Problem_Detected"),
+    ("LineSearchFailed", "Restoration_Failed"),
+    ("ErrorInStepComputation", "Error_In_Step_Computation"),
+    ("Unknown", "Unknown"),
+)
+_CASADI = tuple(int(n) for n in re.findall(r"\d+", ca.__version__)[:2])
+FATROP_FLAGS = _FATROP_FLAGS_1_1 if _CASADI >= (3, 8) else _FATROP_FLAGS_1_0
 STALLED = {"Search_Direction_Becomes_Too_Small", "Solved_To_Acceptable_Level", "Restoration_Failed"}
 INFEASIBLE = {"Infeasible_Problem_Detected", "Restoration_Failed"}
 

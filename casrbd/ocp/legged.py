@@ -35,6 +35,12 @@ SOLO_STANDING = np.r_[0, 0, 0.235, 0, 0, 0, 1, 0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 
 SOLO_MU, SOLO_KD, SOLO_V_MAX = 0.7, 50.0, 1000.0  # friction, Baumgarte gain, joint velocity limit (its URDF)
 TALOS_FEET = ("right_sole_link", "left_sole_link")
 TALOS_MU, TALOS_SOLE, TALOS_KD = 0.7 / np.sqrt(2), (0.05, 0.025), 30.0  # inner pyramid; half length, width
+# fatrop on the hard problems, started from the penalty problem's solution: a small initial barrier keeps
+# the torques at their limits as the penalty solution has them; at a solution many cone facets (all four
+# of a foot leaving the ground) and torque bounds are active at once, the barrier's Riccati recursion
+# grows ill-conditioned as mu goes to zero and fatrop stalls just above its tolerance, so an acceptable
+# point (dual infeasibility within tol_acceptable for acceptable_iter iterations) ends the solve
+HARD_OPTIONS = {"fatrop": {"mu_init": 1e-4, "tol_acceptable": 1e-4, "acceptable_iter": 15}}
 
 
 class Step(NamedTuple):
@@ -196,22 +202,31 @@ def load_talos():
 
 def quadruped_problem(gait="trot", model=None, hard=False, tau_max=None, **options):
     """solo12's Crocoddyl ``gait`` ("trot", "jump") from standing as a ``Problem``; ``options``: the
-    gait's sizes (``trot``, ``jump``) and ``Problem``'s (hessian, compiled, name, flags, verbose)."""
+    gait's sizes (``trot``, ``jump``) and ``Problem``'s (hessian, compiled, name, flags, verbose). With
+    ``hard``, the penalty problem (cones as barriers, no torque limits) is its ``start`` and
+    ``HARD_OPTIONS`` its solver options."""
     from ..models import load_robot
 
     model = model or load_robot("solo12")
     schedule = {"trot": trot, "jump": jump}[gait]
     sizes = {k: options.pop(k) for k in list(options) if k in schedule.__code__.co_varnames}
-    x0 = np.r_[SOLO_STANDING, np.zeros(model.nv)]
-    knots, terminal = quadruped_knots(model, schedule(model, SOLO_STANDING, **sizes), x0, hard, tau_max)
+    x0, steps = np.r_[SOLO_STANDING, np.zeros(model.nv)], schedule(model, SOLO_STANDING, **sizes)
+    knots, terminal = quadruped_knots(model, steps, x0, hard, tau_max)
+    if hard:
+        start = Problem(model, x0, *quadruped_knots(model, steps, x0), **options)
+        options.update(start=start, options=HARD_OPTIONS)
     return Problem(model, x0, knots, terminal, **options)
 
 
 def biped_problem(model=None, x0=None, hard=False, **options):
     """talos' Crocoddyl walk from half-sitting as a ``Problem``; ``options``: ``walk``'s sizes and
-    ``Problem``'s."""
+    ``Problem``'s. With ``hard``, the penalty problem is its ``start`` (as ``quadruped_problem``)."""
     if model is None:
         model, x0 = load_talos()
     sizes = {k: options.pop(k) for k in list(options) if k in walk.__code__.co_varnames}
-    knots, terminal = biped_knots(model, walk(model, x0[: model.nq], **sizes), x0, hard)
+    steps = walk(model, x0[: model.nq], **sizes)
+    knots, terminal = biped_knots(model, steps, x0, hard)
+    if hard:
+        start = Problem(model, x0, *biped_knots(model, steps, x0), **options)
+        options.update(start=start, options=HARD_OPTIONS)
     return Problem(model, x0, knots, terminal, **options)

@@ -26,6 +26,10 @@ from .stages import gauss_newton_stage, sx_second_order
 from .stagewise import Stagewise
 from .terms import Cost
 
+# the solvers' relaxation of inequality bounds (IPOPT's bound_relax_factor; fatrop's, fixed)
+BOUND_RELAX = 1e-8
+# a start problem's tolerance: its solution only starts the problem's solve
+START_TOL = 1e-4
 STAGE_BUILDS = collections.Counter()  # stage Functions built, by name (a warm compiled build builds none)
 
 
@@ -194,13 +198,22 @@ def _digest(value):
 
 
 def _declare_bounds(st, lower, e, upper):
-    """lower <= e <= upper stage-wise: equalities where they are equal, rows without bounds left out."""
+    """lower <= e <= upper stage-wise: equalities where they are equal, rows without bounds left out, the
+    inequalities' bounds moved inwards by BOUND_RELAX of their magnitude (at least BOUND_RELAX): IPOPT
+    (bound_relax_factor) and fatrop relax them that much, so that a solution holds the bounds given."""
     eq = np.flatnonzero(lower == upper)
     rows = np.flatnonzero((lower != upper) & (np.isfinite(lower) | np.isfinite(upper)))
     if eq.size:
         st.subject_to(e[eq.tolist()] == ca.DM(lower[eq]))
     if rows.size:
-        st.subject_to(st.opti.bounded(ca.DM(lower[rows]), e[rows.tolist()], ca.DM(upper[rows])))
+        lo, up = lower[rows], upper[rows]
+        with np.errstate(invalid="ignore"):  # an infinite bound stays as it is
+            lo, up = (
+                np.where(np.isfinite(b), b + sign * BOUND_RELAX * np.maximum(1.0, np.abs(b)), b)
+                for b, sign in ((lo, 1), (up, -1))
+            )
+        lo, up = np.where(lo < up, lo, lower[rows]), np.where(lo < up, up, upper[rows])  # closer than that: as given
+        st.subject_to(st.opti.bounded(ca.DM(lo), e[rows.tolist()], ca.DM(up)))
 
 
 class Solution:
@@ -219,7 +232,10 @@ class Problem:
 
     ``hessian``: "gauss-newton" (Crocoddyl's model: the cost's curvature through the residuals' Jacobians)
     or "exact"; ``compiled``: the stage Functions as C (Gauss-Newton only), cached on disk, ``flags`` the
-    compiler's (default: by each library's size), ``name`` the libraries' prefix. The transcription is
+    compiler's (default: by each library's size), ``name`` the libraries' prefix. ``start``: a problem
+    of the same states and controls (the hard constraints as penalties, say) that ``solve`` solves first,
+    to ``START_TOL``, its solution starting this one's; ``options``: ``solve``'s default solver options,
+    by solver ({"fatrop": {"mu_init": 1e-4}}). The transcription is
     plain casadi: ``self.stagewise`` (``Stagewise``), ``self.opti``, the states ``self.x``, controls
     ``self.u``, ``add_cost(expression)``; extra constraints go through ``self.opti``."""
 
@@ -234,6 +250,8 @@ class Problem:
         name="problem",
         flags=None,
         verbose=None,
+        start=None,
+        options=None,
     ):
         choice("hessian", hessian, HESSIAN_MODELS)
         if compiled and hessian != "gauss-newton":
@@ -244,6 +262,9 @@ class Problem:
         if not knots:
             raise ValueError("a problem needs at least one knot")
         self.model, self.knots, self.terminal = model, list(knots), tuple(terminal)
+        self.start, self.options = start, dict(options or {})
+        if start is not None and [u.numel() for u in start.u] != [_knots.control_size(model, k.kind) for k in knots]:
+            raise ValueError("start: its knots' controls differ from this problem's (it must have the same knots)")
         self.x0 = np.asarray(x0, dtype=float).ravel()
         if self.x0.size != model.nq + model.nv:
             raise ValueError(f"x0 has {self.x0.size} entries, model {model.name!r} nq + nv = {model.nq + model.nv}")
@@ -303,11 +324,18 @@ class Problem:
         ]
         return {"xs": [self.x0] * len(self.x), "us": us}
 
-    def solve(self, solver="fatrop", guess=None, warm_start=None, verbose=False, **options):
+    def solve(self, solver="fatrop", guess=None, warm_start=None, verbose=False, start=True, **options):
         """Solve with ``solver`` ("fatrop", "ipopt") from ``guess`` (a ``Solution`` or {"xs", "us"};
         default ``self.guess()``); ``warm_start``: a ``Solution`` whose states, controls and (IPOPT)
-        multipliers start the solve. ``options``: the solver's own, by name. Returns a ``Solution``."""
-        opti = self.opti
+        multipliers start the solve. With a ``start`` problem (and ``start`` true, no ``warm_start``),
+        that problem is solved first from ``guess`` and its solution starts this solve; its statistics
+        are ``stats["start"]``. ``options``: the solver's own, by name, over ``self.options[solver]``.
+        Returns a ``Solution``."""
+        opti, first = self.opti, None
+        if start and self.start is not None and warm_start is None:
+            first = self.start.solve(solver, guess=guess, verbose=verbose, tol=START_TOL)
+            guess = first
+        options = {**self.options.get(solver, {}), **options}
         self._set_initial(warm_start or guess or self.guess())
         warm = warm_start is not None and solver == "ipopt"
         if warm:
@@ -321,9 +349,14 @@ class Problem:
         us = [np.atleast_1d(value(u)) if u.numel() else np.zeros(0) for u in self.u]
         g = np.atleast_1d(value(opti.g))
         lbg, ubg = np.atleast_1d(value(opti.lbg)), np.atleast_1d(value(opti.ubg))
-        violation = float(np.max(np.r_[lbg - g, g - ubg, 0.0]))
+        inequality = lbg < ubg  # against the bounds as given: _declare_bounds moved them inwards
+        lower = np.where(inequality, lbg - BOUND_RELAX * np.maximum(1.0, np.abs(lbg)), lbg)
+        upper = np.where(inequality, ubg + BOUND_RELAX * np.maximum(1.0, np.abs(ubg)), ubg)
+        violation = float(np.max(np.r_[lower - g, g - upper, 0.0]))
         forces = []
         for stage, x, u in zip(self.stages, xs, us):
             lam = stage.transition(x, u)[1].full().ravel()
             forces.append({frame: lam[s] for frame, s in stage.forces.items()})
+        if first is not None:
+            stats["start"] = first.stats
         return Solution(xs, us, forces, stats["cost"], violation, stats, np.atleast_1d(value(opti.lam_g)))

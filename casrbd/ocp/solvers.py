@@ -105,8 +105,9 @@ def solve(opti, raise_on_failure=False):
     """Solve and return the solver statistics: status, success, iterations, cost and wall times.
 
     ``status``: IPOPT's ``return_status``, and for fatrop, whose status is a number, IPOPT's word
-    for the same outcome; ``solver_status``: the solver's own (fatrop's ``StopAtTinyStep (return flag
-    2)``). A failed solve does not raise (unless ``raise_on_failure``: a ``SolveError`` with the
+    for the same outcome; ``solver_status``: the solver's own (fatrop's ``StopAtAcceptablePoint (return
+    flag 2)``); ``success``: solved, to the tolerance or (as casadi counts IPOPT's) to the acceptable
+    one. A failed solve does not raise (unless ``raise_on_failure``: a ``SolveError`` with the
     message): ``violation`` is then the largest constraint violation at the last iterate,
     ``violation_at`` the constraint (for a ``Stagewise`` problem its stage and kind, gap-closing or path
     constraint, and entry), ``hint`` the causes recognised (None when none is): iteration limit,
@@ -127,7 +128,7 @@ def solve(opti, raise_on_failure=False):
     solver, status = solver_status(s)
     out = {
         "status": status,
-        "success": bool(s["success"]),
+        "success": bool(s["success"]) or status == "Solved_To_Acceptable_Level",  # as casadi has it for IPOPT
         "iterations": int(s["iter_count"]),
         "cost": float(opti.debug.value(opti.f)),
     }
