@@ -299,7 +299,7 @@ class RTI:
         H, F, gaps, cost = self._stacked(xs, us, p)
         sol = _riccati(H, F, x0 - xs[0], regularisation)
         dxs, dus = np.array(sol.dxs), np.concatenate(sol.dus)
-        alpha = self._line_search(x0, xs, us, p, cost, H, gaps, sol, dxs, dus) if line_search else 1.0
+        alpha = self._line_search(x0, xs, us, p, cost, H, gaps, sol, dxs, dus)[0] if line_search else 1.0
         largest = alpha * max(np.abs(dxs).max(), np.abs(dus).max(initial=0.0))
         K = np.array(sol.K) if len(set(self.nus)) == 1 else sol.K
         new_us = np.split(us + alpha * dus, np.cumsum(self.nus)[:-1])
@@ -314,8 +314,11 @@ class RTI:
             raise ValueError(f"x0: expected {self.nx} numbers, got {x0.size}")
         return x0
 
-    def _line_search(self, x0, xs, us, p, cost, H, gaps, sol, dxs, dus):
-        """The largest 2^-i, i < ARMIJO_STEPS, that decreases the l1 merit enough (``step``), else the last."""
+    def _line_search(self, x0, xs, us, p, cost, H, gaps, sol, dxs, dus, accepted=()):
+        """The largest 2^-i, i < ARMIJO_STEPS, that decreases the l1 merit enough (``step``) or, given the
+        (cost, infeasibility) pairs of the iterates ``accepted`` so far (a filter), is not dominated by any
+        of them (a step that the merit rejects for the gaps' second order: the Maratos effect), else the last.
+        Returns it and the trial's (cost, infeasibility)."""
         nx, alpha = self.nx, 1.0
         mu = 1.0 + 2.0 * max(np.abs(lam).max() for lam in sol.lam)
         infeasibility = np.abs(xs[0] - x0).sum() + np.abs(gaps).sum()
@@ -323,11 +326,13 @@ class RTI:
         slope -= mu * infeasibility
         for _ in range(ARMIJO_STEPS):
             trial_cost, trial_gaps = self._evaluated(xs + alpha * dxs, us + alpha * dus, p)
-            merit = trial_cost[0] + mu * (np.abs((1 - alpha) * (xs[0] - x0)).sum() + np.abs(trial_gaps).sum())
-            if merit <= cost + mu * infeasibility + 1e-4 * alpha * slope:
+            trial = trial_cost[0], np.abs((1 - alpha) * (xs[0] - x0)).sum() + np.abs(trial_gaps).sum()
+            if trial[0] + mu * trial[1] <= cost + mu * infeasibility + 1e-4 * alpha * slope:
+                break
+            if accepted and all(trial[0] < c or trial[1] < t for c, t in accepted):
                 break
             alpha /= 2
-        return alpha
+        return alpha, trial
 
     def solve(self, x0, xs, us, p, tol=1e-9, gap_tol=1e-9, max_iter=100, regularisation=0.0, verbose=False):
         """Gauss-Newton iterations (``step``'s, with the line search) from (``xs``, ``us``) until sum_k |qu_k|^2
@@ -336,6 +341,7 @@ class RTI:
         x0 = self._x0(x0)
         xs, us, p = self._check(xs, us, p)
         cpu, success, clock = dict.fromkeys(("linearisation", "riccati", "rest"), 0.0), False, time.process_time
+        accepted = []  # the iterates' (cost, infeasibility): the line search's filter
         for iteration in range(max_iter + 1):
             start = clock()
             H, F, gaps, cost = self._stacked(xs, us, p)
@@ -345,15 +351,79 @@ class RTI:
             gap = max(np.abs(x0 - xs[0]).max(), np.abs(gaps).max(initial=0.0))
             cpu["linearisation"] += linearised - start
             cpu["riccati"] += solved - linearised
-            if verbose:
-                print(f"riccati {iteration:3d}: cost {cost:.10g}, |qu|^2 {sol.gradient:.2e}, gap {gap:.2e}")
             if sol.gradient <= tol and gap <= gap_tol:
                 success = True
                 break
             if iteration == max_iter:
                 break
             dxs, dus = np.array(sol.dxs), np.concatenate(sol.dus)
-            alpha = self._line_search(x0, xs, us, p, cost, H, gaps, sol, dxs, dus)
+            accepted.append((cost, np.abs(x0 - xs[0]).sum() + np.abs(gaps).sum()))
+            alpha = self._line_search(x0, xs, us, p, cost, H, gaps, sol, dxs, dus, accepted)[0]
             xs, us = xs + alpha * dxs, us + alpha * dus
             cpu["rest"] += clock() - solved
+            if verbose:
+                print(
+                    f"riccati {iteration:3d}: cost {cost:.10g}, |qu|^2 {sol.gradient:.2e}, gap {gap:.2e}, step {alpha}"
+                )
         return Result(xs, np.split(us, np.cumsum(self.nus)[:-1]), cost, gaps, sol.gradient, iteration, success, cpu)
+
+
+def solve_problem(problem, start, tol=1e-9, gap_tol=1e-9, max_iter=100, regularisation=0.0, verbose=False):
+    """``Problem.solve(solver="riccati")``: ``RTI.solve`` on ``problem``'s stages from ``start`` ({"xs", "us"}
+    or a Solution), as (xs, us, forces, cost, violation, stats, lam_g = None) for its ``Solution``; the
+    ``RTI`` is built at the first such solve and kept on the problem. A problem with path constraints or
+    control bounds raises a ``ValueError``."""
+    for k, stage in enumerate(problem.stages):
+        what = "the terminal knot" if k == len(problem.knots) else f"knot {k}"
+        if stage.function.n_out() > 2 or stage.u_bounds is not None:
+            raise ValueError(
+                f"solver 'riccati' takes no path constraints or control bounds; {what} has "
+                f"{stage.function.name_out()[2:] or 'control bounds'} (hard constraints): solve with solver='fatrop'"
+            )
+    if getattr(problem, "_rti", None) is None:
+        problem._rti = RTI([s.function for s in problem.stages[:-1]], problem.stages[-1].function, "riccati")
+    xs, us = (start.xs, start.us) if hasattr(start, "xs") else (start["xs"], start["us"])
+    wall = time.perf_counter()
+    r = problem._rti.solve(
+        problem.x0,
+        np.array(xs),
+        us,
+        np.concatenate(problem.parameters),
+        tol,
+        gap_tol,
+        max_iter,
+        regularisation,
+        verbose,
+    )
+    wall = time.perf_counter() - wall
+    gaps = np.abs(np.r_[problem.x0 - r.xs[0], r.gaps])
+    worst = int(np.argmax(gaps)) if gaps.size else 0
+    nx, iterations = problem._rti.nx, max(r.iterations, 1)
+    at = "x_0 = x0" if worst < nx else f"knot {worst // nx - 1}'s dynamics (x_next - x_k+1), entry {worst % nx}"
+    stats = {
+        "status": "Solve_Succeeded" if r.success else "Maximum_Iterations_Exceeded",
+        "success": r.success,
+        "iterations": r.iterations,
+        "cost": r.cost,
+        "gradient": float(r.gradient),
+        "t_total": wall,
+        "cpu_total": sum(r.cpu.values()),
+        **{f"cpu_{k}": v for k, v in r.cpu.items()},
+        "solver_status": "riccati",
+        "violation": float(gaps.max(initial=0.0)),
+        "violation_at": at,
+        "hint": None,
+        "message": "",
+    }
+    stats["t_per_iter"], stats["cpu_per_iter"] = wall / iterations, stats["cpu_total"] / iterations
+    if not r.success:
+        stats["hint"] = "iteration limit"
+        stats["message"] = (
+            f"the solve failed: Maximum_Iterations_Exceeded (riccati) after {r.iterations} iterations: sum |qu|^2 "
+            f"{r.gradient:.3g} (tol {tol:g}), largest gap {stats['violation']:.3g} at {at} (gap_tol {gap_tol:g})"
+        )
+    forces = []
+    for stage, x, u in zip(problem.stages, r.xs, r.us):
+        lam = stage.transition(x, u)[1].full().ravel()
+        forces.append({frame: lam[s] for frame, s in stage.forces.items()})
+    return r.xs, r.us, forces, r.cost, stats["violation"], stats, None
