@@ -135,29 +135,27 @@ def riccati(lq, dx0, regularisation=0.0):
 
 def _riccati(H, F, dx0, regularisation):
     """``riccati`` on the stacked blocks H_k = [[Q, S, q], [S^T, R, r]] and F_k = [A, B, f]: per knot the
-    (x, u) blocks of the cost-to-go's Hessian and gradient in one augmented product, the gains from one
-    solve with Quu."""
+    (x, u) block of the cost-to-go's Hessian in one product with [A, B] (its transpose's view: contiguous as
+    ``RTI`` stores them), the gains from Quu's inverse (nu x nu)."""
     N, nx = len(F), dx0.size
     P, p = H[N][:, :nx], H[N][:, nx]
-    Ps, ps, Xs, gradient = [None] * N + [P], [None] * N + [p], [None] * N, 0.0
+    Ps, ps, Ks, ks, gradient = [None] * N + [P], [None] * N + [p], [None] * N, [None] * N, 0.0
     for k in range(N - 1, -1, -1):  # backward pass
-        Fk = F[k]
-        AB = Fk[:, :-1]
-        G = H[k] + AB.T @ (P @ Fk)  # [[Qxx, Qxu, qx], [Qux, Quu, qu]] but for [A, B]^T p
-        G[:, -1] += AB.T @ p
-        Gu = G[nx:]
-        gradient += Gu[:, -1] @ Gu[:, -1]
-        Xs[k] = X = np.linalg.solve(_positive_definite(Gu[:, nx:-1], k, regularisation), Gu)  # -[K, ., k]
-        T = G[:nx] - Gu[:, :nx].T @ X
-        P, p = T[:, :nx], T[:, -1]
-        Ps[k], ps[k] = P, p = 0.5 * (P + P.T), p
+        AB = F[k][:, :-1]
+        W = AB.T @ (P @ AB)
+        W += H[k][:, :-1].T  # [[Qxx, Qxu], [Qux, Quu]], symmetric
+        h = H[k][:, -1] + AB.T @ (p + P @ F[k][:, -1])  # [qx; qu]
+        Wxu, qu = W[:nx, nx:], h[nx:]
+        gradient += qu @ qu
+        inverse = np.linalg.inv(_positive_definite(W[nx:, nx:], k, regularisation))
+        Ks[k], ks[k] = K, kk = -(inverse @ Wxu.T), -(inverse @ qu)
+        P = W[:nx, :nx] + Wxu @ K
+        Ps[k], ps[k] = P, p = 0.5 * (P + P.T), h[:nx] + Wxu @ kk
     dxs, dus, one = [dx0], [], np.ones(1)
     for k in range(N):  # forward pass
-        X = Xs[k]
-        dus.append(-(X[:, :nx] @ dxs[k] + X[:, -1]))
+        dus.append(Ks[k] @ dxs[k] + ks[k])
         dxs.append(F[k] @ np.concatenate((dxs[k], dus[k], one)))
-    lam = [P @ dx + p for P, p, dx in zip(Ps, ps, dxs)]
-    return Solution(dxs, dus, [-X[:, :nx] for X in Xs], [-X[:, -1] for X in Xs], lam, gradient)
+    return Solution(dxs, dus, Ks, ks, [P @ dx + p for P, p, dx in zip(Ps, ps, dxs)], gradient)
 
 
 def _positive_definite(Quu, knot, regularisation):
@@ -422,8 +420,9 @@ def solve_problem(problem, start, tol=1e-9, gap_tol=1e-9, max_iter=100, regulari
             f"the solve failed: Maximum_Iterations_Exceeded (riccati) after {r.iterations} iterations: sum |qu|^2 "
             f"{r.gradient:.3g} (tol {tol:g}), largest gap {stats['violation']:.3g} at {at} (gap_tol {gap_tol:g})"
         )
-    forces = []
+    forces, transitions = [], {}  # knots of one stage share its transition, built once
     for stage, x, u in zip(problem.stages, r.xs, r.us):
-        lam = stage.transition(x, u)[1].full().ravel()
+        transition = transitions.get(id(stage)) or transitions.setdefault(id(stage), stage.transition)
+        lam = transition(x, u)[1].full().ravel()
         forces.append({frame: lam[s] for frame, s in stage.forces.items()})
     return r.xs, r.us, forces, r.cost, stats["violation"], stats, None
