@@ -135,8 +135,7 @@ def riccati(lq, dx0, regularisation=0.0):
 
 def _riccati(H, F, dx0, regularisation):
     """``riccati`` on the stacked blocks H_k = [[Q, S, q], [S^T, R, r]] and F_k = [A, B, f]: per knot the
-    (x, u) block of the cost-to-go's Hessian in one product with [A, B] (its transpose's view: contiguous as
-    ``RTI`` stores them), the gains from Quu's inverse (nu x nu)."""
+    (x, u) block of the cost-to-go's Hessian in one product with [A, B], the gains from Quu's inverse."""
     N, nx = len(F), dx0.size
     P, p = H[N][:, :nx], H[N][:, nx]
     Ps, ps, Ks, ks, gradient = [None] * N + [P], [None] * N + [p], [None] * N, [None] * N, 0.0
@@ -231,34 +230,37 @@ class RTI:
             seeds = {"adj_cost": 1, "adj_x_next": ca.MX.zeros(f.sparsity_out(1))}
             d = hessians[f.name()].call({"x": x, "u": u, "p": p, "out_cost": cost, "out_x_next": x_next} | seeds)
             Q, q = d["jac_adj_x_x"], d["jac_adj_x_adj_cost"]
-            blocks = [("H", ca.horzcat(Q, q), (nx, nx + 1))]
+            blocks = [("H", ca.horzcat(Q, q), (nx, nx + 1), "F")]
             if k < N:
                 gaps.append(x_next - X[:, k + 1])
                 S, R, r = d["jac_adj_x_u"], d["jac_adj_u_u"], d["jac_adj_u_adj_cost"]
-                A, B = d["jac_adj_x_adj_x_next"].T, d["jac_adj_u_adj_x_next"].T
-                blocks = [("H", ca.blockcat([[Q, S, q], [S.T, R, r]]), (nx + nu, nx + nu + 1))]
-                blocks.append(("F", ca.horzcat(A, B, x_next), (nx, nx + nu + 1)))
+                blocks = [("H", ca.blockcat([[Q, S, q], [d["jac_adj_u_x"], R, r]]), (nx + nu, nx + nu + 1), "F")]
+                # F = [A, B, x_next] row by row: its transpose's columns, as the adjoint's Jacobian gives them
+                Ft = ca.vertcat(d["jac_adj_x_adj_x_next"], d["jac_adj_u_adj_x_next"], x_next.T)
+                blocks.append(("F", Ft, (nx, nx + nu + 1), "C"))
             entry = {}
-            for key, value, shape in blocks:
+            for key, value, shape, order in blocks:
                 size = int(np.prod(shape))
                 outputs.append(ca.vec(ca.densify(value)))
-                entry[key], at = (slice(at, at + size), shape), at + size
+                entry[key], at = (slice(at, at + size), shape, order), at + size
             if k < N:  # F's last column: x_next, the gap once x_k+1 is subtracted
-                gap_rows.append(np.arange(at - nx, at))
+                gap_rows.append(np.arange(at - size + nx + nu, at, nx + nu + 1))
             layout.append(entry)
         total = ca.sum1(ca.vertcat(*costs))
         F = ca.Function(name + "_linearisation", [X, U, P], [ca.vertcat(total, *outputs)], ["xs", "us", "p"], ["lq"])
         G = ca.Function(name + "_nominal", [X, U, P], [total, ca.vertcat(*gaps)], ["xs", "us", "p"], ["cost", "gaps"])
         return F, G, layout, np.concatenate(gap_rows)
 
-    def _stacked(self, xs, us, p):
-        """The stacked blocks H_k, F_k (``_riccati``'s), the gaps (one vector) and the cost at (xs, us)."""
-        v = self._linearised(xs, us, p)[0].copy()
+    def _stacked(self, xs, us, p, copy=True):
+        """The stacked blocks H_k, F_k (``_riccati``'s), the gaps (one vector) and the cost at (xs, us);
+        without ``copy``, views of the linearisation's output, which its next evaluation overwrites."""
+        v = self._linearised(xs, us, p)[0]
+        v = v.copy() if copy else v
         v[self._gap_rows] -= xs[1:].ravel()
 
         def block(entry, key):
-            s, shape = entry[key]
-            return v[s].reshape(shape, order="F")
+            s, shape, order = entry[key]
+            return v[s].reshape(shape, order=order)
 
         H = [block(e, "H") for e in self._layout]
         F = [block(e, "F") for e in self._layout[:-1]]
@@ -294,7 +296,7 @@ class RTI:
         which a problem whose full steps cycle needs. ``regularisation``: ``riccati``'s."""
         x0 = self._x0(x0)
         xs, us, p = self._check(xs, us, p)
-        H, F, gaps, cost = self._stacked(xs, us, p)
+        H, F, gaps, cost = self._stacked(xs, us, p, copy=False)
         sol = _riccati(H, F, x0 - xs[0], regularisation)
         dxs, dus = np.array(sol.dxs), np.concatenate(sol.dus)
         alpha = self._line_search(x0, xs, us, p, cost, H, gaps, sol, dxs, dus)[0] if line_search else 1.0
@@ -342,7 +344,7 @@ class RTI:
         accepted = []  # the iterates' (cost, infeasibility): the line search's filter
         for iteration in range(max_iter + 1):
             start = clock()
-            H, F, gaps, cost = self._stacked(xs, us, p)
+            H, F, gaps, cost = self._stacked(xs, us, p, copy=False)
             linearised = clock()
             sol = _riccati(H, F, x0 - xs[0], regularisation)
             solved = clock()
