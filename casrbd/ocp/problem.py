@@ -20,7 +20,7 @@ from ..spec import HESSIAN_MODELS, choice
 from . import knots as _knots
 from .compile import compile_stages, load_stages
 from .residuals import FramePlacement, JointTorque
-from .riccati import solve_problem as solve_riccati
+from .shooting import solve_problem as solve_riccati
 from .solvers import solve as solve_opti
 from .solvers import solver_options
 from .stages import gauss_newton_stage, sx_second_order
@@ -309,7 +309,7 @@ class Problem:
         default ``self.guess()``); ``warm_start``: a ``Solution`` whose states, controls and (IPOPT)
         multipliers start the solve. ``options``: the solver's own, by name. Returns a ``Solution``.
         "riccati": Gauss-Newton multiple shooting of a problem without path constraints, in numpy
-        (``riccati.solve_problem``: options tol, gap_tol, max_iter, regularisation; lam_g None)."""
+        (``shooting.solve_problem``: options tol, gap_tol, max_iter, regularisation; lam_g None)."""
         if solver == "riccati":
             return Solution(*solve_riccati(self, warm_start or guess or self.guess(), verbose=verbose, **options))
         opti = self.opti

@@ -1,6 +1,6 @@
-"""Problem.solve(solver="riccati"): Gauss-Newton multiple shooting by the Riccati recursion reaches fatrop's
-optimum (an arm; a short solo12 trot with impulse knots, nu = 0 there); path constraints and control bounds
-are refused, naming fatrop; an iteration limit is reported, not silent."""
+"""Problem.solve(solver="riccati") (ocp.shooting): Gauss-Newton multiple shooting by the Riccati recursion
+reaches fatrop's optimum (an arm; a short solo12 trot with impulse knots, nu = 0 there); path constraints and
+control bounds are refused, naming fatrop; an iteration limit is reported, not silent."""
 
 import numpy as np
 import pytest
