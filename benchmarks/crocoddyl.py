@@ -19,7 +19,7 @@ solver, separately), iterations, the cost of the solution
 evaluated by Crocoddyl's ``problem.calc``, the largest dynamics defect, and
 per iteration the time in derivatives (casadi: Jacobian and Hessian
 evaluations; Crocoddyl: ``calcDiff`` over the knots), in the linear algebra
-(fatrop's search direction, the SQP's QPs; FDDP: its backward pass) and the
+(fatrop's search direction, the SQP's QPs, riccati's recursions; FDDP: its backward pass) and the
 rest. Then the compiled Gauss-Newton problem is built twice in fresh
 processes, with an empty and with a filled library cache (``--no-cold``:
 twice from CASRBD_CACHE). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
