@@ -19,7 +19,7 @@ solver, separately), iterations, the cost of the solution
 evaluated by Crocoddyl's ``problem.calc``, the largest dynamics defect, and
 per iteration the time in derivatives (casadi: Jacobian and Hessian
 evaluations; Crocoddyl: ``calcDiff`` over the knots), in the linear algebra
-(fatrop's search direction, the SQP's QPs; FDDP: its backward pass) and the
+(fatrop's search direction, the SQP's QPs, riccati's recursions; FDDP: its backward pass) and the
 rest. Then the compiled Gauss-Newton problem is built twice in fresh
 processes, with an empty and with a filled library cache (``--no-cold``:
 twice from CASRBD_CACHE). Writes benchmarks/results/crocoddyl.md and crocoddyl_<problem>.png.
@@ -142,6 +142,8 @@ def run_casadi(model, name, x0, solver, hessian, compiled):
     by 1 + 1e-13 r (while the solves so far took under REPEAT_BUDGET); each yields the result of the
     fastest solve."""
     library = (("talos_" if name == "walk" else "solo12_") + name) if compiled else None
+    if solver == "riccati":
+        yield from run_riccati(model, name, library)
     start = time.perf_counter()
     st, stages = transcribe(model, name, hessian, library)
     if solver == "sqpmethod":  # casadi's SQP; its QP by qrqp (sparse QR): hpipm returns no dynamics multipliers
@@ -201,6 +203,45 @@ def run_casadi(model, name, x0, solver, hessian, compiled):
                 stats, raw = again, again_raw
 
 
+def run_riccati(model, name, library):
+    """``run_casadi`` for ``Problem.solve(solver="riccati")`` (Gauss-Newton stages, Crocoddyl's stopping test
+    sum |Qu|^2 < 1e-9 as FDDP's default): derivatives are its linearisations, linear algebra its Riccati
+    recursions, the rest its line searches."""
+    start = time.perf_counter()
+    options = {"hessian": "gauss-newton", "compiled": bool(library), "name": library or "vm"}
+    build = legged.biped_problem if name == "walk" else functools.partial(legged.quadruped_problem, name, model)
+    problem = build(**options)
+    guess = problem.guess()
+    solution = problem.solve("riccati", guess=guess)  # the first builds the RTI's Functions: setup
+    build = time.perf_counter() - start - solution.stats["cpu_total"]
+    stages = [(s.function, p) for s, p in zip(problem.stages, problem.parameters)]
+    best, cpus = solution, [solution.stats["cpu_total"]]
+    while True:
+        s = best.stats
+        iters = max(s["iterations"], 1)
+        yield {
+            "solver": "casrbd riccati (Gauss-Newton, numpy)" + (", compiled stages" if library else ", VM"),
+            "iterations": s["iterations"],
+            "cpu": s["cpu_total"],
+            "cpus": list(cpus),
+            "xs": best.xs,
+            "us": best.us,
+            "derivatives": s["cpu_linearisation"] / iters,
+            "linear_algebra": s["cpu_riccati"] / iters,
+            "success": s["success"],
+            "build": build,
+            "stages": stages,
+        }
+        if sum(cpus) < REPEAT_BUDGET or len(cpus) < 2:  # from the guess scaled, as run_casadi
+            scale = 1 + 1e-13 * len(cpus)
+            again = problem.solve(
+                "riccati", guess={"xs": [x * scale for x in guess["xs"]], "us": [u * scale for u in guess["us"]]}
+            )
+            cpus.append(again.stats["cpu_total"])
+            if again.stats["cpu_total"] < best.stats["cpu_total"]:
+                best = again
+
+
 BUILD = """
 import sys, time
 start = time.perf_counter()
@@ -249,6 +290,7 @@ VARIANTS = {  # name -> (solver, Hessian, compiled stages)
     "ipopt-gn-compiled": ("ipopt", "gauss-newton", True),
     "fatrop-gn-compiled": ("fatrop", "gauss-newton", True),
     "sqp-gn-compiled": ("sqpmethod", "gauss-newton", True),
+    "riccati-gn-compiled": ("riccati", "gauss-newton", True),
     "fatrop-gn": ("fatrop", "gauss-newton", False),
     "ipopt-gn": ("ipopt", "gauss-newton", False),
     "fatrop-exact": ("fatrop", "exact", False),

@@ -1,5 +1,6 @@
-"""Talos' two-step walk (examples/humanoid_walk.py): casrbd's compiled Gauss-Newton stages solved by fatrop and
-IPOPT, and Crocoddyl's FDDP on the same problem, side by side.
+"""Talos' two-step walk (examples/humanoid_walk.py): casrbd's compiled Gauss-Newton stages solved by fatrop,
+IPOPT and casrbd's Riccati solver (``Problem.solve(solver="riccati")``), and Crocoddyl's FDDP on the same problem,
+side by side.
 
     OMP_NUM_THREADS=1 .venv-croc/bin/python -m benchmarks.humanoid
 
@@ -40,7 +41,7 @@ from casrbd.ocp import legged  # noqa: E402
 
 RESULTS = __import__("pathlib").Path(__file__).resolve().parent / "results"
 SIZES = (0.6, 0.1, 0.03, 15, 4)  # step length, step height, dt, step knots, support knots
-SOLVERS = ("fatrop", "ipopt")
+SOLVERS = ("fatrop", "ipopt", "riccati")
 
 
 def crocoddyl_problem():
@@ -54,6 +55,7 @@ def crocoddyl_problem():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-cold", action="store_true", help="fresh-process builds from CASRBD_CACHE only")
+    parser.add_argument("--solvers", default=",".join(SOLVERS), help=f"casrbd's solvers among {list(SOLVERS)}")
     args = parser.parse_args(argv)
     problem, x0 = crocoddyl_problem()
     np.testing.assert_array_equal(x0, legged.load_talos()[1])
@@ -63,7 +65,9 @@ def main(argv=None):
         f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, {blasfeo_line()}, {machine_line()}; "
         f"talos_reduced (nq 39, nv 38, 32 torques), {problem.T} knots, dt {SIZES[2]} s\n"
     )
-    runs = [run_fddp(problem, x0)] + [run_casadi(None, "walk", x0, s, "gauss-newton", True) for s in SOLVERS]
+    runs = [run_fddp(problem, x0)] + [
+        run_casadi(None, "walk", x0, s, "gauss-newton", True) for s in args.solvers.split(",")
+    ]
     for _ in range(REPEATS):  # interleaved, the fastest of each (benchmarks.crocoddyl)
         results = [next(run) for run in runs]
     reference = results[0]

@@ -16,10 +16,11 @@ import casadi as ca
 import numpy as np
 
 from .. import __version__
-from ..spec import HESSIAN_MODELS, choice
+from ..spec import HESSIAN_MODELS, SOLVERS, choice
 from . import knots as _knots
 from .compile import compile_stages, load_stages
 from .residuals import FramePlacement, JointTorque
+from .shooting import solve_problem as solve_riccati
 from .solvers import solve as solve_opti
 from .solvers import solver_options
 from .stages import gauss_newton_stage, sx_second_order
@@ -325,12 +326,17 @@ class Problem:
         return {"xs": [self.x0] * len(self.x), "us": us}
 
     def solve(self, solver="fatrop", guess=None, warm_start=None, verbose=False, start=True, **options):
-        """Solve with ``solver`` ("fatrop", "ipopt") from ``guess`` (a ``Solution`` or {"xs", "us"};
+        """Solve with ``solver`` ("fatrop", "ipopt", "riccati") from ``guess`` (a ``Solution`` or {"xs", "us"};
         default ``self.guess()``); ``warm_start``: a ``Solution`` whose states, controls and (IPOPT)
         multipliers start the solve. With a ``start`` problem (and ``start`` true, no ``warm_start``),
         that problem is solved first from ``guess`` and its solution starts this solve; its statistics
         are ``stats["start"]``. ``options``: the solver's own, by name, over ``self.options[solver]``.
+        "riccati": Gauss-Newton multiple shooting of a problem without path constraints, in numpy
+        (``shooting.solve_problem``: options tol, gap_tol, max_iter, regularisation; lam_g None).
         Returns a ``Solution``."""
+        choice("solver", solver, (*SOLVERS, "riccati"))
+        if solver == "riccati":
+            return Solution(*solve_riccati(self, warm_start or guess or self.guess(), verbose=verbose, **options))
         opti, first = self.opti, None
         if start and self.start is not None and warm_start is None:
             first = self.start.solve(solver, guess=guess, verbose=verbose, tol=START_TOL)

@@ -21,8 +21,10 @@ from P_N = Q_N, p_N = q_N; the forward pass dx_0 = x0 - x_0, du_k = K_k dx_k + k
 dx_k+1 = A dx_k + B du_k + f_k. K_k is the feedback gain of the LQ problem's optimal control law.
 A step takes the whole solution (real-time iteration) or, with a line search, the largest fraction of it
 that decreases an l1 merit function of the cost and the gaps enough (Nocedal and Wright, section 18.3).
+``RTI.solve`` iterates such steps to convergence (``Problem.solve(solver="riccati")``, ``shooting``).
 """
 
+import time
 from typing import NamedTuple
 
 import casadi as ca
@@ -33,10 +35,35 @@ from .compile import GAP_OUTPUT, negated
 ARMIJO_STEPS = 12  # a line search's halvings at most
 
 
+class _Buffered:
+    """A Function evaluated on numpy arrays of its own (``Function.buffer``): no conversion of the inputs and
+    outputs per call. Called with the inputs (arrays, read in C order: xs row by row is the Function's
+    nx x (N + 1) column by column), returns its output arrays, overwritten by the next call."""
+
+    def __init__(self, f):
+        self.function = f
+        self._buffer, self._evaluate = f.buffer()
+        self.args = [np.zeros(f.nnz_in(i)) for i in range(f.n_in())]
+        self.out = [np.zeros(f.nnz_out(i)) for i in range(f.n_out())]
+        for i, a in enumerate(self.args):
+            self._buffer.set_arg(i, memoryview(a))
+        for i, a in enumerate(self.out):
+            self._buffer.set_res(i, memoryview(a))
+
+    def __call__(self, *values):
+        for a, value in zip(self.args, values):
+            a[:] = np.ravel(value)
+        self._evaluate()
+        if self._buffer.ret():
+            raise RuntimeError(f"{self.function.name()}: evaluation failed (code {self._buffer.ret()})")
+        return self.out
+
+
 class LQ(NamedTuple):
     """The LQ model at (xs, us): per knot ``Q`` (nx x nx, N + 1 of them), ``S`` (nx x nu), ``R`` (nu x nu),
     ``q`` (nx, N + 1), ``r`` (nu), ``A``, ``B``, the gaps ``f`` = x_next_k - x_k+1 (N each) and the
-    ``cost`` at (xs, us)."""
+    ``cost`` at (xs, us); per knot stacked in (x, u): ``H`` = [[Q, S, q], [S^T, R, r]] and
+    ``F`` = [A, B, f] (the others are views of these; None: stacked by ``riccati``)."""
 
     Q: list
     S: list
@@ -47,6 +74,8 @@ class LQ(NamedTuple):
     B: list
     f: list
     cost: float
+    H: list = None
+    F: list = None
 
 
 class Step(NamedTuple):
@@ -64,38 +93,69 @@ class Step(NamedTuple):
     alpha: float = 1.0
 
 
+class Result(NamedTuple):
+    """``RTI.solve``'s: the last iterate's states ``xs`` (N + 1 x nx), controls ``us`` (a list, one per
+    knot), ``cost``, ``gaps`` (x_next_k - x_k+1, concatenated), reduced ``gradient`` (sum_k |qu_k|^2), the
+    steps taken (``iterations``), whether it converged (``success``) and the CPU seconds (``cpu``) in the
+    linearisations, the Riccati recursions and the rest (line searches)."""
+
+    xs: np.ndarray
+    us: list
+    cost: float
+    gaps: np.ndarray
+    gradient: float
+    iterations: int
+    success: bool
+    cpu: dict
+
+
 class Solution(NamedTuple):
-    """``riccati``'s: the steps ``dxs``, ``dus``, du_k = ``K``_k dx_k + ``k``_k, and the multipliers ``lam``
-    (lam_0 of x_0 = x0, lam_k+1 of the dynamics of knot k: P dx + p)."""
+    """``riccati``'s: the steps ``dxs``, ``dus``, du_k = ``K``_k dx_k + ``k``_k, the multipliers ``lam``
+    (lam_0 of x_0 = x0, lam_k+1 of the dynamics of knot k: P dx + p) and ``gradient``, sum_k |qu_k|^2 (the
+    reduced gradient: Crocoddyl's stopping measure)."""
 
     dxs: list
     dus: list
     K: list
     k: list
     lam: list
+    gradient: float = 0.0
 
 
 def riccati(lq, dx0, regularisation=0.0):
     """The LQ model's ``Solution`` from the initial deviation ``dx0``. ``regularisation``: added to Quu's
     diagonal where Quu is not positive definite (0: an error naming the knot instead)."""
-    N = len(lq.A)
-    P, p = lq.Q[N], lq.q[N]
-    Ks, ks, Ps, ps = [None] * N, [None] * N, [None] * N + [P], [None] * N + [p]
+    if lq.H is None:
+        H = [np.block([[Q, S, q[:, None]], [S.T, R, r[:, None]]]) for Q, S, R, q, r in zip(*lq[:5])]
+        H.append(np.c_[lq.Q[-1], lq.q[-1]])
+        F = [np.c_[A, B, f] for A, B, f in zip(lq.A, lq.B, lq.f)]
+    else:
+        H, F = lq.H, lq.F
+    return _riccati(H, F, np.asarray(dx0, dtype=float).ravel(), regularisation)
+
+
+def _riccati(H, F, dx0, regularisation):
+    """``riccati`` on the stacked blocks H_k = [[Q, S, q], [S^T, R, r]] and F_k = [A, B, f]: per knot the
+    (x, u) block of the cost-to-go's Hessian in one product with [A, B], the gains from Quu's inverse."""
+    N, nx = len(F), dx0.size
+    P, p = H[N][:, :nx], H[N][:, nx]
+    Ps, ps, Ks, ks, gradient = [None] * N + [P], [None] * N + [p], [None] * N, [None] * N, 0.0
     for k in range(N - 1, -1, -1):  # backward pass
-        A, B, PA, PB = lq.A[k], lq.B[k], P @ lq.A[k], P @ lq.B[k]
-        s = p + P @ lq.f[k]
-        Qxx, Qux, Quu = lq.Q[k] + A.T @ PA, lq.S[k].T + B.T @ PA, lq.R[k] + B.T @ PB
-        qx, qu = lq.q[k] + A.T @ s, lq.r[k] + B.T @ s
-        gains = -np.linalg.solve(_positive_definite(Quu, k, regularisation), np.hstack([Qux, qu[:, None]]))
-        Ks[k], ks[k] = gains[:, :-1], gains[:, -1]
-        P = Qxx + Qux.T @ Ks[k]
-        P, p = 0.5 * (P + P.T), qx + Qux.T @ ks[k]
-        Ps[k], ps[k] = P, p
-    dxs, dus = [np.asarray(dx0, dtype=float)], []
+        AB = F[k][:, :-1]
+        W = AB.T @ (P @ AB)
+        W += H[k][:, :-1].T  # [[Qxx, Qxu], [Qux, Quu]], symmetric
+        h = H[k][:, -1] + AB.T @ (p + P @ F[k][:, -1])  # [qx; qu]
+        Wxu, qu = W[:nx, nx:], h[nx:]
+        gradient += qu @ qu
+        inverse = np.linalg.inv(_positive_definite(W[nx:, nx:], k, regularisation))
+        Ks[k], ks[k] = K, kk = -(inverse @ Wxu.T), -(inverse @ qu)
+        P = W[:nx, :nx] + Wxu @ K
+        Ps[k], ps[k] = P, p = 0.5 * (P + P.T), h[:nx] + Wxu @ kk
+    dxs, dus, one = [dx0], [], np.ones(1)
     for k in range(N):  # forward pass
         dus.append(Ks[k] @ dxs[k] + ks[k])
-        dxs.append(lq.A[k] @ dxs[k] + lq.B[k] @ dus[k] + lq.f[k])
-    return Solution(dxs, dus, Ks, ks, [P @ dx + p for P, p, dx in zip(Ps, ps, dxs)])
+        dxs.append(F[k] @ np.concatenate((dxs[k], dus[k], one)))
+    return Solution(dxs, dus, Ks, ks, [P @ dx + p for P, p, dx in zip(Ps, ps, dxs)], gradient)
 
 
 def _positive_definite(Quu, knot, regularisation):
@@ -152,19 +212,14 @@ class RTI:
         self.stages, self.terminal, self.N = stages, terminal, len(stages)
         self.nus = [f.numel_in(1) for f in stages]
         self.n_p = [f.numel_in(2) for f in [*stages, terminal]]
-        self.linearisation, self.nominal, self._layout = self._build(name)
-        # evaluated on numpy buffers of its own: no conversion of the inputs and outputs per call
-        self._buffer, self._evaluate = self.linearisation.buffer()
-        self._args = [np.zeros(self.linearisation.nnz_in(i)) for i in range(3)]
-        self._out = np.zeros(self.linearisation.nnz_out(0))
-        for i, a in enumerate(self._args):
-            self._buffer.set_arg(i, memoryview(a))
-        self._buffer.set_res(0, memoryview(self._out))
+        self.linearisation, self.nominal, self._layout, self._gap_rows = self._build(name)
+        self._linearised, self._evaluated = _Buffered(self.linearisation), _Buffered(self.nominal)
 
     def _build(self, name):
         nx, N = self.nx, self.N
         X, U, P = ca.MX.sym("xs", nx, N + 1), ca.MX.sym("us", sum(self.nus)), ca.MX.sym("p", sum(self.n_p))
-        hessians, outputs, nominal, layout, at_u, at_p, at = {}, [], [], [], 0, 0, 0
+        hessians, costs, gaps, outputs, layout, gap_rows, at_u, at_p = {}, [], [], [], [], [], 0, 0
+        at = 1  # after the cost
         for k, f in enumerate([*self.stages, self.terminal]):
             nu = f.numel_in(1)
             x, u, p = X[:, k], U[at_u : at_u + nu], P[at_p : at_p + f.numel_in(2)]
@@ -172,58 +227,56 @@ class RTI:
             if f.name() not in hessians:
                 hessians[f.name()] = _derivative_source(f).reverse(1).jacobian()
             cost, x_next = f(x, u, p)[:2]
-            nominal += [cost, x_next - X[:, k + 1]] if k < N else [cost]
+            costs.append(cost)
             seeds = {"adj_cost": 1, "adj_x_next": ca.MX.zeros(f.sparsity_out(1))}
             d = hessians[f.name()].call({"x": x, "u": u, "p": p, "out_cost": cost, "out_x_next": x_next} | seeds)
-            blocks = [("cost", cost, (1,)), ("Q", d["jac_adj_x_x"], (nx, nx)), ("q", d["jac_adj_x_adj_cost"], (nx,))]
+            Q, q = d["jac_adj_x_x"], d["jac_adj_x_adj_cost"]
+            blocks = [("H", ca.horzcat(Q, q), (nx, nx + 1), "F")]
             if k < N:
-                blocks += [
-                    ("x_next", x_next, (nx,)),
-                    ("S", d["jac_adj_x_u"], (nx, nu)),
-                    ("R", d["jac_adj_u_u"], (nu, nu)),
-                    ("r", d["jac_adj_u_adj_cost"], (nu,)),
-                    ("A", d["jac_adj_x_adj_x_next"].T, (nx, nx)),
-                    ("B", d["jac_adj_u_adj_x_next"].T, (nx, nu)),
-                ]
+                gaps.append(x_next - X[:, k + 1])
+                S, R, r = d["jac_adj_x_u"], d["jac_adj_u_u"], d["jac_adj_u_adj_cost"]
+                blocks = [("H", ca.blockcat([[Q, S, q], [d["jac_adj_u_x"], R, r]]), (nx + nu, nx + nu + 1), "F")]
+                # F = [A, B, x_next] row by row: its transpose's columns, as the adjoint's Jacobian gives them
+                Ft = ca.vertcat(d["jac_adj_x_adj_x_next"], d["jac_adj_u_adj_x_next"], x_next.T)
+                blocks.append(("F", Ft, (nx, nx + nu + 1), "C"))
             entry = {}
-            for key, value, shape in blocks:
+            for key, value, shape, order in blocks:
                 size = int(np.prod(shape))
                 outputs.append(ca.vec(ca.densify(value)))
-                entry[key], at = (slice(at, at + size), shape), at + size
+                entry[key], at = (slice(at, at + size), shape, order), at + size
+            if k < N:  # F's last column: x_next, the gap once x_k+1 is subtracted
+                gap_rows.append(np.arange(at - size + nx + nu, at, nx + nu + 1))
             layout.append(entry)
-        F = ca.Function(name + "_linearisation", [X, U, P], [ca.vertcat(*outputs)], ["xs", "us", "p"], ["lq"])
-        costs = ca.vertcat(*nominal[::2])
-        G = ca.Function(
-            name + "_nominal",
-            [X, U, P],
-            [ca.sum1(costs), ca.vertcat(*nominal[1::2])],
-            ["xs", "us", "p"],
-            ["cost", "gaps"],
-        )
-        return F, G, layout
+        total = ca.sum1(ca.vertcat(*costs))
+        F = ca.Function(name + "_linearisation", [X, U, P], [ca.vertcat(total, *outputs)], ["xs", "us", "p"], ["lq"])
+        G = ca.Function(name + "_nominal", [X, U, P], [total, ca.vertcat(*gaps)], ["xs", "us", "p"], ["cost", "gaps"])
+        return F, G, layout, np.concatenate(gap_rows)
+
+    def _stacked(self, xs, us, p, copy=True):
+        """The stacked blocks H_k, F_k (``_riccati``'s), the gaps (one vector) and the cost at (xs, us);
+        without ``copy``, views of the linearisation's output, which its next evaluation overwrites."""
+        v = self._linearised(xs, us, p)[0]
+        v = v.copy() if copy else v
+        v[self._gap_rows] -= xs[1:].ravel()
+
+        def block(entry, key):
+            s, shape, order = entry[key]
+            return v[s].reshape(shape, order=order)
+
+        H = [block(e, "H") for e in self._layout]
+        F = [block(e, "F") for e in self._layout[:-1]]
+        return H, F, v[self._gap_rows], float(v[0])
 
     def linearise(self, xs, us, p):
         """The LQ model at the states ``xs`` (N + 1 x nx), controls ``us`` (N rows, or their concatenation)
         and parameters ``p`` (every knot's, concatenated)."""
         xs, us, p = self._check(xs, us, p)
-        for a, value in zip(self._args, (xs, us, p)):
-            a[:] = value.ravel()  # xs row by row: the Function's nx x (N + 1) column by column
-        self._evaluate()
-        if self._buffer.ret():
-            raise RuntimeError(f"{self.linearisation.name()}: evaluation failed (code {self._buffer.ret()})")
-        v = self._out.copy()
-
-        def block(entry, key):
-            s, shape = entry[key]
-            return v[s].reshape(shape, order="F")
-
-        running = self._layout[:-1]
-        Q = [block(e, "Q") for e in self._layout]
-        q = [block(e, "q") for e in self._layout]
-        S, R, r, A, B = ([block(e, key) for e in running] for key in "SRrAB")
-        f = [block(e, "x_next") - xs[k + 1] for k, e in enumerate(running)]
-        cost = float(sum(v[e["cost"][0]][0] for e in self._layout))
-        return LQ(Q, S, R, q, r, A, B, f, cost)
+        H, F, _, cost = self._stacked(xs, us, p)
+        nx = self.nx
+        Q, q = [h[:nx, :nx] for h in H], [h[:nx, -1] for h in H]
+        S, R, r = [h[:nx, nx:-1] for h in H[:-1]], [h[nx:, nx:-1] for h in H[:-1]], [h[nx:, -1] for h in H[:-1]]
+        A, B, f = [m[:, :nx] for m in F], [m[:, nx:-1] for m in F], [m[:, -1] for m in F]
+        return LQ(Q, S, R, q, r, A, B, f, cost, H, F)
 
     def _check(self, xs, us, p):
         xs = np.asarray(xs, dtype=float)
@@ -242,29 +295,75 @@ class RTI:
         (real-time iteration), or with ``line_search`` its largest fraction 2^-i that decreases the l1
         merit cost + mu (|x_0 - x0| + sum |x_next_k - x_k+1|) enough (Armijo; mu above the multipliers),
         which a problem whose full steps cycle needs. ``regularisation``: ``riccati``'s."""
-        x0 = np.asarray(x0, dtype=float).ravel()
-        if x0.size != self.nx:
-            raise ValueError(f"x0: expected {self.nx} numbers, got {x0.size}")
-        lq = self.linearise(xs, us, p)
-        xs, us = np.asarray(xs, dtype=float), np.concatenate([np.ravel(u) for u in us]) if len(us) else np.zeros(0)
-        sol = riccati(lq, x0 - xs[0], regularisation)
+        x0 = self._x0(x0)
+        xs, us, p = self._check(xs, us, p)
+        H, F, gaps, cost = self._stacked(xs, us, p, copy=False)
+        sol = _riccati(H, F, x0 - xs[0], regularisation)
         dxs, dus = np.array(sol.dxs), np.concatenate(sol.dus)
-        gap = max((np.abs(f).max() for f in lq.f if f.size), default=0.0)
-        alpha = 1.0
-        if line_search:
-            mu = 1.0 + 2.0 * max(np.abs(lam).max() for lam in sol.lam)
-            infeasibility = np.abs(xs[0] - x0).sum() + sum(np.abs(f).sum() for f in lq.f)
-            slope = sum(q @ dx for q, dx in zip(lq.q, dxs)) + sum(r @ du for r, du in zip(lq.r, sol.dus))
-            slope -= mu * infeasibility
-            for _ in range(ARMIJO_STEPS):
-                cost, gaps = self.nominal((xs + alpha * dxs).T, us + alpha * dus, p)
-                merit = float(cost) + mu * (np.abs((1 - alpha) * (xs[0] - x0)).sum() + np.abs(gaps.full()).sum())
-                if merit <= lq.cost + mu * infeasibility + 1e-4 * alpha * slope:
-                    break
-                alpha /= 2
+        alpha = self._line_search(x0, xs, us, p, cost, H, gaps, sol, dxs, dus)[0] if line_search else 1.0
         largest = alpha * max(np.abs(dxs).max(), np.abs(dus).max(initial=0.0))
         K = np.array(sol.K) if len(set(self.nus)) == 1 else sol.K
         new_us = np.split(us + alpha * dus, np.cumsum(self.nus)[:-1])
+        gap = np.abs(gaps).max(initial=0.0)
         return Step(
-            xs + alpha * dxs, np.array(new_us) if len(set(self.nus)) == 1 else new_us, K, lq.cost, gap, largest, alpha
+            xs + alpha * dxs, np.array(new_us) if len(set(self.nus)) == 1 else new_us, K, cost, gap, largest, alpha
         )
+
+    def _x0(self, x0):
+        x0 = np.asarray(x0, dtype=float).ravel()
+        if x0.size != self.nx:
+            raise ValueError(f"x0: expected {self.nx} numbers, got {x0.size}")
+        return x0
+
+    def _line_search(self, x0, xs, us, p, cost, H, gaps, sol, dxs, dus, accepted=()):
+        """The largest 2^-i, i < ARMIJO_STEPS, that decreases the l1 merit enough (``step``) or, given the
+        (cost, infeasibility) pairs of the iterates ``accepted`` so far (a filter), is not dominated by any
+        of them (a step that the merit rejects for the gaps' second order: the Maratos effect), else the last.
+        Returns it and the trial's (cost, infeasibility)."""
+        nx, alpha = self.nx, 1.0
+        mu = 1.0 + 2.0 * max(np.abs(lam).max() for lam in sol.lam)
+        infeasibility = np.abs(xs[0] - x0).sum() + np.abs(gaps).sum()
+        slope = sum(h[:nx, -1] @ dx + h[nx:, -1] @ du for h, dx, du in zip(H, sol.dxs, [*sol.dus, ()]))
+        slope -= mu * infeasibility
+        for _ in range(ARMIJO_STEPS):
+            trial_cost, trial_gaps = self._evaluated(xs + alpha * dxs, us + alpha * dus, p)
+            trial = trial_cost[0], np.abs((1 - alpha) * (xs[0] - x0)).sum() + np.abs(trial_gaps).sum()
+            if trial[0] + mu * trial[1] <= cost + mu * infeasibility + 1e-4 * alpha * slope:
+                break
+            if accepted and all(trial[0] < c or trial[1] < t for c, t in accepted):
+                break
+            alpha /= 2
+        return alpha, trial
+
+    def solve(self, x0, xs, us, p, tol=1e-9, gap_tol=1e-9, max_iter=100, regularisation=0.0, verbose=False):
+        """Gauss-Newton iterations (``step``'s, with the line search) from (``xs``, ``us``) until sum_k |qu_k|^2
+        <= ``tol`` (the reduced gradient at the iterate, gaps' effect included: Crocoddyl's stopping test) and
+        the largest gap, |x_0 - x0| included, <= ``gap_tol``, or ``max_iter`` steps. Returns a ``Result``."""
+        x0 = self._x0(x0)
+        xs, us, p = self._check(xs, us, p)
+        cpu, success, clock = dict.fromkeys(("linearisation", "riccati", "rest"), 0.0), False, time.process_time
+        accepted = []  # the iterates' (cost, infeasibility): the line search's filter
+        for iteration in range(max_iter + 1):
+            start = clock()
+            H, F, gaps, cost = self._stacked(xs, us, p, copy=False)
+            linearised = clock()
+            sol = _riccati(H, F, x0 - xs[0], regularisation)
+            solved = clock()
+            gap = max(np.abs(x0 - xs[0]).max(), np.abs(gaps).max(initial=0.0))
+            cpu["linearisation"] += linearised - start
+            cpu["riccati"] += solved - linearised
+            if sol.gradient <= tol and gap <= gap_tol:
+                success = True
+                break
+            if iteration == max_iter:
+                break
+            dxs, dus = np.array(sol.dxs), np.concatenate(sol.dus)
+            accepted.append((cost, np.abs(x0 - xs[0]).sum() + np.abs(gaps).sum()))
+            alpha = self._line_search(x0, xs, us, p, cost, H, gaps, sol, dxs, dus, accepted)[0]
+            xs, us = xs + alpha * dxs, us + alpha * dus
+            cpu["rest"] += clock() - solved
+            if verbose:
+                print(
+                    f"riccati {iteration:3d}: cost {cost:.10g}, |qu|^2 {sol.gradient:.2e}, gap {gap:.2e}, step {alpha}"
+                )
+        return Result(xs, np.split(us, np.cumsum(self.nus)[:-1]), cost, gaps, sol.gradient, iteration, success, cpu)
