@@ -48,15 +48,14 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, const
     dynamics and the cost's residuals: kinematics, contact forces). With T = d(x, u, p, y)/d(x, u, p)
     the Jacobian (``jac_``) is [T^T grad c; d x_next/d(x, u, p)]; the reverse mode (``adj1_``) uses the
     same blocks, and its Jacobian (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T:
-    no curvature of inner, as ``gauss_newton``. That Hessian covers the decision variables (x, u): its
-    blocks by p are structural zeros (p is the NLP's parameter, which no solver's Hessian is by; a p that
-    is an expression of decision variables gets no curvature through it), the first derivatives by p
-    stay exact. Two Functions carry the work: the linearisation
-    (x_next, y and inner's Jacobian, one SX graph with inner's calls inlined) and the products with the
-    cost's derivatives: scalar SX code that skips the structural zeros of T, or, where that code
-    would exceed ``sx_products_max`` instructions, sparse matrix products (MX), whose C is loops
-    that gcc compiles in seconds. The derivative Functions only call them. Build the NLP from calls
-    of it, or compile it (``compile_stages``).
+    no curvature of inner, as ``gauss_newton``, and none by p: that Hessian is by the decision variables
+    (x, u), its blocks by p structural zeros (p is the NLP's parameter, outside every solver's Hessian; a
+    p made of decision variables gets no curvature through it), the first derivatives by p exact. Two
+    Functions carry the work: the linearisation (x_next, y and inner's Jacobian, one SX graph with
+    inner's calls inlined) and the products with the cost's derivatives: scalar SX code that skips the
+    structural zeros of T, or, where that code would exceed ``sx_products_max`` instructions, sparse
+    matrix products (MX), whose C is loops that gcc compiles in seconds. The derivative Functions only
+    call them. Build the NLP from calls of it, or compile it (``compile_stages``).
 
     ``constraint``: an SX Function (x, u, p, y) -> h, a stage's path constraints, adds the output ``h``
     from the same linearisation (its Jacobian dh/d(x, u, p, y) T); it adds no curvature (Gauss-Newton).
@@ -96,7 +95,7 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, const
 
     def write_products(S):
         """The products, one graph per derivative, in S (SX: scalar code that skips T's structural
-        zeros; MX: sparse matrix products); T = [I; dy 0] by (x, u, p)."""
+        zeros; MX: sparse matrix products); T = [I; dy 0] by (x, u, p), T_xu its columns by (x, u)."""
         w = [S.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
         dxn_s, dy_s = S.sym("dx_next", linearised.sparsity_out(2)), S.sym("dy", linearised.sparsity_out(3))
         H, g, Jh_w = curvature(*w)  # H by (x, u, y), g and Jh_w by (x, u, p, y)
@@ -104,7 +103,7 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, const
         G, dxn = ca.mtimes(T.T, g), ca.horzcat(dxn_s, S(nx, np_))
         Jh = ca.mtimes(Jh_w, T) if constraint else S(0, nx + nu + np_)
         adj_c_s, adj_xn_s, adj_h_s = S.sym("adj_cost"), S.sym("adj_x_next", nx), S.sym("adj_h", nh)
-        T_xu = ca.vertcat(S.eye(nx + nu), dy_s)  # d(x, u, y)/d(x, u)
+        T_xu = ca.vertcat(S.eye(nx + nu), dy_s)  # d(x, u, y)/d(x, u): the curvature's rows of T
         upper = ca.triu(ca.mtimes(T_xu.T, ca.mtimes(H, T_xu)))  # symmetric: each entry once
         HS = adj_c_s * (upper + ca.tril(upper.T, False))
         point = [*w, dxn_s, dy_s]
