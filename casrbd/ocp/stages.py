@@ -48,12 +48,14 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, const
     dynamics and the cost's residuals: kinematics, contact forces). With T = d(x, u, p, y)/d(x, u, p)
     the Jacobian (``jac_``) is [T^T grad c; d x_next/d(x, u, p)]; the reverse mode (``adj1_``) uses the
     same blocks, and its Jacobian (``jac_adj1_``) is the Gauss-Newton Hessian adj_c T^T (Hessian of c) T:
-    no curvature of inner, as ``gauss_newton``. Two Functions carry the work: the linearisation
-    (x_next, y and inner's Jacobian, one SX graph with inner's calls inlined) and the products with the
-    cost's derivatives: scalar SX code that skips the structural zeros of T, or, where that code
-    would exceed ``sx_products_max`` instructions, sparse matrix products (MX), whose C is loops
-    that gcc compiles in seconds. The derivative Functions only call them. Build the NLP from calls
-    of it, or compile it (``compile_stages``).
+    no curvature of inner, as ``gauss_newton``, and none by p: that Hessian is by the decision variables
+    (x, u), its blocks by p structural zeros (p is the NLP's parameter, outside every solver's Hessian; a
+    p made of decision variables gets no curvature through it), the first derivatives by p exact. Two
+    Functions carry the work: the linearisation (x_next, y and inner's Jacobian, one SX graph with
+    inner's calls inlined) and the products with the cost's derivatives: scalar SX code that skips the
+    structural zeros of T, or, where that code would exceed ``sx_products_max`` instructions, sparse
+    matrix products (MX), whose C is loops that gcc compiles in seconds. The derivative Functions only
+    call them. Build the NLP from calls of it, or compile it (``compile_stages``).
 
     ``constraint``: an SX Function (x, u, p, y) -> h, a stage's path constraints, adds the output ``h``
     from the same linearisation (its Jacobian dh/d(x, u, p, y) T); it adds no curvature (Gauss-Newton).
@@ -78,24 +80,31 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, const
     nh = constraint.numel_out(0) if constraint else 0
     w_sx = [ca.SX.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
     w_all = ca.vertcat(*[ca.vec(v) for v in w_sx])
+    decision = ca.vertcat(*[ca.vec(w_sx[i]) for i in (0, 1, 3)])  # (x, u, y): the curvature's variables
+    c_sx = cost(*w_sx)
     curvature = ca.Function(
         f"{name}_cost_derivatives",
         w_sx,
-        [*ca.hessian(cost(*w_sx), w_all), ca.jacobian(constraint(*w_sx), w_all) if constraint else ca.SX(0, 1)],
+        [
+            ca.hessian(c_sx, decision)[0],
+            ca.gradient(c_sx, w_all),
+            ca.jacobian(constraint(*w_sx), w_all) if constraint else ca.SX(0, 1),
+        ],
     )
     parts = [(0, nx), (nx, nx + nu), (nx + nu, nx + nu + np_)]
 
     def write_products(S):
         """The products, one graph per derivative, in S (SX: scalar code that skips T's structural
-        zeros; MX: sparse matrix products); T = [I; dy 0] by (x, u, p)."""
+        zeros; MX: sparse matrix products); T = [I; dy 0] by (x, u, p), T_xu its columns by (x, u)."""
         w = [S.sym(n, cost.sparsity_in(i)) for i, n in enumerate(cost.name_in())]
         dxn_s, dy_s = S.sym("dx_next", linearised.sparsity_out(2)), S.sym("dy", linearised.sparsity_out(3))
-        H, g, Jh_w = curvature(*w)
+        H, g, Jh_w = curvature(*w)  # H by (x, u, y), g and Jh_w by (x, u, p, y)
         T = ca.vertcat(S.eye(nx + nu + np_), ca.horzcat(dy_s, S(dy_s.size1(), np_)))
         G, dxn = ca.mtimes(T.T, g), ca.horzcat(dxn_s, S(nx, np_))
         Jh = ca.mtimes(Jh_w, T) if constraint else S(0, nx + nu + np_)
         adj_c_s, adj_xn_s, adj_h_s = S.sym("adj_cost"), S.sym("adj_x_next", nx), S.sym("adj_h", nh)
-        upper = ca.triu(ca.mtimes(T.T, ca.mtimes(H, T)))  # symmetric: each entry once
+        T_xu = ca.vertcat(S.eye(nx + nu), dy_s)  # d(x, u, y)/d(x, u): the curvature's rows of T
+        upper = ca.triu(ca.mtimes(T_xu.T, ca.mtimes(H, T_xu)))  # symmetric: each entry once
         HS = adj_c_s * (upper + ca.tril(upper.T, False))
         point = [*w, dxn_s, dy_s]
         h_seed = [adj_h_s] if constraint else []
@@ -109,7 +118,7 @@ def gauss_newton_stage(name, cost, inner, sx_products_max=SX_PRODUCTS_MAX, const
         adj = products("adj_products", [adj_c_s, adj_xn_s, *h_seed], [adjoint[a:b] for a, b in parts])
         blocks = []
         for a, b in parts:  # d adj_a / d (x, u, p, out_*, adj_cost, adj_x_next[, adj_h])
-            blocks += [HS[a:b, c:d] for c, d in parts]
+            blocks += [HS[a:b, c:d] if max(b, d) <= nx + nu else S(b - a, d - c) for c, d in parts]
             blocks += [S(b - a, 1), S(b - a, nx)] + ([S(b - a, nh)] if constraint else [])
             blocks += [G[a:b], dxn[:, a:b].T] + ([Jh[:, a:b].T] if constraint else [])
         return jac, adj, products("hessian_products", [adj_c_s], blocks)

@@ -101,9 +101,11 @@ def test_gauss_newton_keeps_the_jacobian_and_drops_the_curvature():
 
 @pytest.mark.parametrize("sx_products_max", [ocp.SX_PRODUCTS_MAX, 0], ids=["scalar products", "matrix products"])
 def test_gauss_newton_stage_derivatives_equal_ad_and_the_wrapped_gauss_newton_model(sx_products_max):
-    """gauss_newton_stage's written-out Jacobian equals casadi's AD of the plain stage, and the Hessian
-    of a call (its jac_adj1_) equals the one casadi takes through gauss_newton(inner), with the products
-    as scalar code (SX) and as sparse matrix products (MX, for large stages)."""
+    """gauss_newton_stage's written-out Jacobian (by x, u and p) equals casadi's AD of the plain stage, and
+    the Hessian of a call (its jac_adj1_) by (x, u) equals the one casadi takes through gauss_newton(inner),
+    with the products as scalar code (SX) and as sparse matrix products (MX, for large stages). Its blocks
+    by p are structural zeros (the cost's p[0] * |y|^2 has curvature by (x, p) there), the first
+    derivatives by p exact."""
     step, residual = pendulum()
     x, u, p, y = ca.SX.sym("x", 2), ca.SX.sym("u"), ca.SX.sym("p", 2), ca.SX.sym("y", 3)
     cost = ca.Function("c", [x, u, p, y], [p[0] * ca.sumsqr(y) + ca.fmax(y[2] - p[1], 0) ** 2 + ca.sin(x[0]) * u])
@@ -126,6 +128,10 @@ def test_gauss_newton_stage_derivatives_equal_ad_and_the_wrapped_gauss_newton_mo
             ca.hessian(ca.dot(lam, plain), w)[0],
         ],
     )
+    by_p = ca.Function("by_p", [X, U, P, lam], [ca.hessian(ca.dot(lam, called), ca.vertcat(w, P))[0][:, 3:]])
+    hessian = stage.reverse(1).jacobian()
+    blocks = [f"jac_adj_{a}_{b}" for a in "xup" for b in "xup" if "p" in (a, b)]
+    assert all(hessian.nnz_out(b) == 0 for b in blocks)  # the plain stage's (x, p) block is not zero
     # compile_stages ships the written-out derivatives, each once
     shipped = ocp.stage_derivatives(stage)
     assert [f.name() for f in shipped] == ["pendulum_gn", "jac_pendulum_gn", "adj1_pendulum_gn", "jac_adj1_pendulum_gn"]
@@ -134,6 +140,7 @@ def test_gauss_newton_stage_derivatives_equal_ad_and_the_wrapped_gauss_newton_mo
         J, J_ad, H, H_gn = (np.array(m) for m in pair(*point))
         np.testing.assert_allclose(J, J_ad, atol=1e-13)
         np.testing.assert_allclose(H, H_gn, atol=1e-12)
+        assert not np.array(by_p(*point)).any()
 
 
 def test_sx_second_order_gives_casadis_hessian():
