@@ -26,6 +26,7 @@ This module imports nothing of casrbd: every other module may store through it.
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -74,6 +75,17 @@ class Kind(NamedTuple):
 
 
 KINDS = {}
+
+
+@functools.cache
+def source_digest():
+    """SHA-256 of casrbd's Python source: an entry built from code (a Function, a compiled stage keyed by
+    its description) is only as current as the code that built it."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.digest()
 
 
 def register(name, folder, about):

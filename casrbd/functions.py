@@ -19,7 +19,6 @@ adjoint is stored beside the Function and installed again on loading.
 ``CASRBD_FUNCTION_CACHE=off`` neither reads nor writes these entries.
 """
 
-import functools
 import hashlib
 import itertools
 import json
@@ -27,7 +26,6 @@ import os
 import pickle
 import time
 import warnings
-from pathlib import Path
 from typing import NamedTuple
 
 import casadi as ca
@@ -192,16 +190,6 @@ PAYLOAD = "functions.json"
 DISK_MIN_SECONDS = 0.3  # a Function that builds faster than this loads no faster than it builds
 
 
-@functools.cache
-def _source_digest():
-    """SHA-256 of casrbd's Python source: a Function on disk is only as current as the code that built it."""
-    root = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.digest()
-
-
 def _disk_entry(model, key):
     """(stem, key digest, has an analytical Jacobian, has an analytical adjoint) of a Function's disk
     entry, or None: MX Functions are not stored (their graphs call others), nor a model that does not
@@ -213,7 +201,7 @@ def _disk_entry(model, key):
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
     digest = hashlib.sha256()
-    for part in (DISK_LAYOUT.encode(), ca.__version__.encode(), _source_digest(), pickled, repr(key).encode()):
+    for part in (DISK_LAYOUT.encode(), ca.__version__.encode(), cache.source_digest(), pickled, repr(key).encode()):
         digest.update(hashlib.sha256(part).digest())
     analytical = key[6] is not None
     return identifier(f"{model.name}_{key[0]}"), digest.hexdigest(), analytical, analytical and key[4] == "analytical"

@@ -15,7 +15,7 @@ import hashlib
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from .. import __version__, cache
 from ..spec import HESSIAN_MODELS, SOLVERS, choice
 from . import knots as _knots
 from .compile import compile_stages, load_stages
@@ -168,8 +168,9 @@ def stage_function(model, kind, knot, terms, hessian):
 
 def description_key(model, description, hessian):
     """What a compiled stage's cache entry is keyed by (``compile_stages``' ``keys``): the model's
-    digest, the stage's description and Hessian model, and the versions of casrbd and casadi."""
-    return repr((_digest(model), description, hessian, __version__, ca.__version__))
+    digest, the stage's description and Hessian model, casrbd's version and source (the code that writes
+    the stage) and casadi's version."""
+    return repr((_digest(model), description, hessian, __version__, cache.source_digest().hex(), ca.__version__))
 
 
 def _digest(value):
