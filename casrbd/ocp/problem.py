@@ -10,6 +10,7 @@ and control bounds are declared after each stage's control, so fatrop keeps its 
 """
 
 import collections
+import functools
 import hashlib
 
 import casadi as ca
@@ -57,7 +58,7 @@ class Stage:
                 upper.append(ub)
         self.lower, self.upper = (np.concatenate(lower), np.concatenate(upper)) if lower else (np.zeros(0),) * 2
 
-    @property
+    @functools.cached_property
     def transition(self):
         if self.knot is None:
             return None
@@ -360,10 +361,15 @@ class Problem:
         lower = np.where(inequality, lbg - BOUND_RELAX * np.maximum(1.0, np.abs(lbg)), lbg)
         upper = np.where(inequality, ubg + BOUND_RELAX * np.maximum(1.0, np.abs(ubg)), ubg)
         violation = float(np.max(np.r_[lower - g, g - upper, 0.0]))
-        forces = []
-        for stage, x, u in zip(self.stages, xs, us):
-            lam = stage.transition(x, u)[1].full().ravel()
-            forces.append({frame: lam[s] for frame, s in stage.forces.items()})
+        forces = self.forces(xs, us)
         if first is not None:
             stats["start"] = first.stats
         return Solution(xs, us, forces, stats["cost"], violation, stats, np.atleast_1d(value(opti.lam_g)))
+
+    def forces(self, xs, us):
+        """The contact forces at the states ``xs`` and controls ``us``: per knot {contact frame: force}."""
+        out = []
+        for stage, x, u in zip(self.stages, xs, us):
+            lam = stage.transition(x, u)[1].full().ravel()
+            out.append({frame: lam[s] for frame, s in stage.forces.items()})
+        return out

@@ -62,9 +62,4 @@ def solve_problem(problem, start, tol=1e-9, gap_tol=1e-9, max_iter=100, regulari
             f"the solve failed: Maximum_Iterations_Exceeded (riccati) after {r.iterations} iterations: sum |qu|^2 "
             f"{r.gradient:.3g} (tol {tol:g}), largest gap {stats['violation']:.3g} at {at} (gap_tol {gap_tol:g})"
         )
-    forces, transitions = [], {}  # knots of one stage share its transition, built once
-    for stage, x, u in zip(problem.stages, r.xs, r.us):
-        transition = transitions.get(id(stage)) or transitions.setdefault(id(stage), stage.transition)
-        lam = transition(x, u)[1].full().ravel()
-        forces.append({frame: lam[s] for frame, s in stage.forces.items()})
-    return r.xs, r.us, forces, r.cost, stats["violation"], stats, None
+    return r.xs, r.us, problem.forces(r.xs, r.us), r.cost, stats["violation"], stats, None
